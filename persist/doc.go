@@ -1,0 +1,23 @@
+// Package persist defines the durable storage that the decision authority
+// (package question) writes through, and its contract. Backends live in
+// sub-packages: boltstore (bbolt, the embedded default) and memstore (an
+// in-memory reference). Package storetest holds the conformance suite every
+// backend passes.
+//
+// # Contract
+//
+// A Store keeps, per document: encoded decision records, each decision's
+// CRDT document as a snapshot followed by incremental chunks, each
+// decision's card projection, and the waiting answers of the decision_answers table.
+//
+//   - Commit applies every part of one Write atomically and returns only once
+//     the Write is durable: after a crash either all of it is visible or none.
+//     A command is acknowledged only after its Commit returned nil.
+//   - Commit may be called from many goroutines at once; backends group
+//     concurrent commits into shared fsyncs where they can.
+//   - LoadDocument of a document never written returns an empty
+//     StoredDocument, not an error.
+//   - Values handed to Commit and returned by LoadDocument are owned by the
+//     caller afterwards; a Store copies what it keeps.
+//   - After Close every method returns ErrClosed.
+package persist

@@ -1,0 +1,104 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrClosed is returned by every method of a Store after Close.
+var ErrClosed = errors.New("persist: store closed")
+
+// ErrEmptyKey is returned by Commit when a Write names a document, record,
+// draft or answer with an empty key.
+var ErrEmptyKey = errors.New("persist: empty key")
+
+// CorruptError is returned when stored bytes cannot be read back. It names
+// where they live, so an operator can find them.
+type CorruptError struct {
+	Bucket string // e.g. "docs/plan-1/records"
+	Key    string
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("persist: corrupt value at bucket %q key %q: %v", e.Bucket, e.Key, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Store is durable storage for documents' decisions. See the package
+// documentation for the contract.
+type Store interface {
+	// LoadDocument returns everything stored for one document.
+	LoadDocument(ctx context.Context, doc string) (*StoredDocument, error)
+	// Commit makes one Write durable, atomically.
+	Commit(ctx context.Context, doc string, w *Write) error
+	// Documents lists the ids of every document with stored state, sorted.
+	Documents(ctx context.Context) ([]string, error)
+	// Close releases the store. Commits already returned stay durable.
+	Close() error
+}
+
+// StoredDocument is the durable state of one document.
+type StoredDocument struct {
+	// Records maps a decision id to its encoded record.
+	Records map[string][]byte
+	// Drafts maps a decision id to its CRDT document.
+	Drafts map[string]StoredDraft
+	// Projections maps a decision id to its rendered card projection.
+	Projections map[string][]byte
+	// Answers maps a decision id to its encoded decision_answers row.
+	Answers map[string][]byte
+}
+
+// StoredDraft is one decision's CRDT document: a full snapshot followed by
+// the incremental chunks appended since, in commit order.
+type StoredDraft struct {
+	Snapshot []byte
+	Chunks   [][]byte
+}
+
+// Write is the set of effects one command (or a group of commands) commits
+// together.
+type Write struct {
+	// Records to put, by decision id.
+	Records []Put
+	// Drafts to extend or compact.
+	Drafts []DraftPut
+	// Projections to put, by decision id.
+	Projections []Put
+	// Answers to put (Value non-nil) or delete (Value nil), by decision id.
+	Answers []Put
+}
+
+// Put stores Value under Key.
+type Put struct {
+	Key   string
+	Value []byte
+}
+
+// DraftPut appends Chunk to a decision's CRDT document, or, when Snapshot is
+// true, replaces its snapshot with Chunk and drops every chunk before it.
+type DraftPut struct {
+	Decision string
+	Chunk    []byte
+	Snapshot bool
+}
+
+// Empty reports whether w changes nothing.
+func (w *Write) Empty() bool {
+	return w == nil || len(w.Records) == 0 && len(w.Drafts) == 0 && len(w.Projections) == 0 && len(w.Answers) == 0
+}
+
+// Merge appends the effects of o after those of w, so that committing the
+// merged Write equals committing w then o.
+func (w *Write) Merge(o *Write) {
+	if o == nil {
+		return
+	}
+	w.Records = append(w.Records, o.Records...)
+	w.Drafts = append(w.Drafts, o.Drafts...)
+	w.Projections = append(w.Projections, o.Projections...)
+	w.Answers = append(w.Answers, o.Answers...)
+}
