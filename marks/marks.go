@@ -1,7 +1,8 @@
 package marks
 
 import (
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -89,9 +90,12 @@ func ParseKey(key string) (Cell, error) {
 // absent.
 type Snapshot map[string]Mark
 
-// Validate checks every key and mark in s.
+// Validate checks every key and mark in s. When several cells are wrong it
+// reports the first in canonical order, so the error does not depend on map
+// iteration order.
 func (s Snapshot) Validate() error {
-	for k, m := range s {
+	for _, k := range s.Keys() {
+		m := s[k]
 		if _, err := ParseKey(k); err != nil {
 			return err
 		}
@@ -109,19 +113,24 @@ func (s Snapshot) Keys() []string {
 	for k := range s {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+	slices.SortFunc(keys, compareKeys)
 	return keys
 }
 
-// lessKey orders by option then criterion, so "a/x" < "a-b/x" follows the
-// option ids rather than the raw bytes of the joined key.
-func lessKey(a, b string) bool {
+// compareKeys orders by option then criterion, so "a/x" < "a-b/x" follows
+// the option ids rather than the raw bytes of the joined key. Malformed keys
+// that split alike ("a" and "a/") fall back to their bytes, so the order is
+// total and Keys never depends on map iteration order.
+func compareKeys(a, b string) int {
 	ao, ac, _ := strings.Cut(a, "/")
 	bo, bc, _ := strings.Cut(b, "/")
-	if ao != bo {
-		return ao < bo
+	if c := strings.Compare(ao, bo); c != 0 {
+		return c
 	}
-	return ac < bc
+	if c := strings.Compare(ac, bc); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }
 
 // Equal reports whether s and t hold the same cells with the same marks.
@@ -174,6 +183,12 @@ func ParseAttribute(attr string) (Snapshot, error) {
 	if attr == "" {
 		return Snapshot{}, nil
 	}
+	switch {
+	case strings.HasPrefix(attr, " "):
+		return nil, invalid("attribute", attr, "leading space")
+	case strings.HasSuffix(attr, " "):
+		return nil, invalid("attribute", attr, "trailing space")
+	}
 	s := Snapshot{}
 	for _, cell := range strings.Split(attr, " ") {
 		if cell == "" {
@@ -198,7 +213,8 @@ func ParseAttribute(attr string) (Snapshot, error) {
 	return s, nil
 }
 
-func quote(s string) string { return `"` + s + `"` }
+// quote quotes s Go-style, so control characters in a reason stay visible.
+func quote(s string) string { return strconv.Quote(s) }
 
 // Cleared is the value a draft reports for a cell whose register was
 // cleared (null). It is not Valid and never appears in a Snapshot; a cell

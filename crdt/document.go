@@ -1,0 +1,679 @@
+package crdt
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/accord-crdt/accord/marks"
+)
+
+// Size caps for bytes from outside.
+const (
+	// MaxDocumentBytes caps a saved document or a batch of chunks to load.
+	MaxDocumentBytes = 64 << 20
+	// MaxChangesBytes caps one batch of encoded changes.
+	MaxChangesBytes = 4 << 20
+	// MaxTextRunes caps a written answer.
+	MaxTextRunes = 100_000
+)
+
+// formatVersion is stored at root "v"; a document of a newer format is
+// refused rather than misread.
+const formatVersion = 1
+
+// ChangeHash identifies one automerge change.
+type ChangeHash = automerge.ChangeHash
+
+// ActorID names a replica. Every replica, and every process incarnation of
+// the authority, writes under its own actor id.
+type ActorID string
+
+// NewActorID mints a fresh actor id: 16 random bytes, hex encoded, whose
+// first byte is never zero. automerge 0.5 encodes actor ids as raw bytes
+// and orders them bytewise; ids of one fixed length and no leading zero
+// byte avoid the short and zero-prefixed forms for which its save format
+// has been seen not to load again, and round-trip in every test.
+func NewActorID() ActorID {
+	var b [16]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(fmt.Sprintf("crdt: crypto/rand failed: %v", err)) // the platform is broken
+		}
+		if b[0] != 0 {
+			return ActorID(hex.EncodeToString(b[:]))
+		}
+	}
+}
+
+// Valid reports whether a is of the form NewActorID mints.
+func (a ActorID) Valid() bool {
+	b, err := hex.DecodeString(string(a))
+	return err == nil && len(b) == 16 && b[0] != 0
+}
+
+// Item is one appended option or criterion.
+type Item struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// QuestionShape is what the document needs to know of one question to hold
+// its draft: its id, whether it is written or choice, and its items.
+type QuestionShape struct {
+	ID       string
+	Written  bool
+	Multiple bool
+	Options  []Item
+	Criteria []Item
+}
+
+// Options configures a Doc. The zero value works.
+type Options struct {
+	// Actor is the replica's actor id; empty mints one.
+	Actor ActorID
+	// Now stamps commits; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Doc is one decision's CRDT document: its questions' appended options and
+// criteria, the idempotency map of appends, and the shared drafts keyed by
+// settle generation.
+//
+// A Doc is not safe for concurrent use: one goroutine owns it.
+type Doc struct {
+	am    *automerge.Doc
+	actor ActorID
+	now   func() time.Time
+}
+
+func newDoc(am *automerge.Doc, opts Options) (*Doc, error) {
+	if opts.Actor == "" {
+		opts.Actor = NewActorID()
+	}
+	if !opts.Actor.Valid() {
+		return nil, errorf(ErrInvalid, "actor id %q: want 32 hex digits not starting with 00", opts.Actor)
+	}
+	if err := am.SetActorID(string(opts.Actor)); err != nil {
+		return nil, amError("set actor", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Doc{am: am, actor: opts.Actor, now: opts.Now}, nil
+}
+
+// New returns an empty document. The authority adds questions with
+// AddQuestion and starts the first draft with StartGeneration.
+func New(opts Options) (*Doc, error) {
+	d, err := newDoc(automerge.New(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.am.RootMap().Set("v", int64(formatVersion)); err != nil {
+		return nil, amError("init", err)
+	}
+	if err := d.commit("init"); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Load reads a document from a saved snapshot followed by incremental
+// chunks (either may be empty). Everything is loaded in one call: automerge
+// 0.5 loads many separate incremental chunks in quadratic time.
+func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
+	n := len(snapshot)
+	for _, c := range chunks {
+		n += len(c)
+	}
+	if n > MaxDocumentBytes {
+		return nil, errorf(ErrTooLarge, "document of %d bytes exceeds %d", n, MaxDocumentBytes)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, snapshot...)
+	for _, c := range chunks {
+		buf = append(buf, c...)
+	}
+	var am *automerge.Doc
+	if len(buf) == 0 {
+		am = automerge.New()
+	} else {
+		var err error
+		if am, err = automerge.Load(buf); err != nil {
+			return nil, amError("load", err)
+		}
+	}
+	d, err := newDoc(am, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkVersion(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Doc) checkVersion() error {
+	v, err := d.am.RootMap().Get("v")
+	if err != nil {
+		return amError("read version", err)
+	}
+	switch v.Kind() {
+	case automerge.KindVoid:
+		return nil // an empty document, or one synced before its init arrived
+	case automerge.KindInt64:
+		if v.Int64() > formatVersion {
+			return errorf(ErrMalformed, "document format %d is newer than %d", v.Int64(), formatVersion)
+		}
+		return nil
+	}
+	return errorf(ErrMalformed, "document format marker has kind %v", v.Kind())
+}
+
+// Actor returns the document's actor id.
+func (d *Doc) Actor() ActorID { return d.actor }
+
+// Save returns the whole document in automerge's compact format.
+func (d *Doc) Save() []byte { return d.am.Save() }
+
+// Snapshot returns a compact encoding of the whole document that is proven
+// to load back to the same heads. automerge 0.5 can write a compact save
+// that does not load again (an actor table bug fixed in later releases); in
+// that case Snapshot falls back to the document's changes, concatenated,
+// which Load reads just the same.
+func (d *Doc) Snapshot() ([]byte, error) {
+	saved := d.am.Save()
+	if back, err := automerge.Load(saved); err == nil && sameHeads(back.Heads(), d.am.Heads()) {
+		return saved, nil
+	}
+	changes, err := d.am.Changes()
+	if err != nil {
+		return nil, amError("changes", err)
+	}
+	return automerge.SaveChanges(changes), nil
+}
+
+// Heads returns the hashes of the document's latest changes, sorted: the
+// revision a replica displays.
+func (d *Doc) Heads() Heads { return sortHeads(d.am.Heads()) }
+
+// Fork returns an independent copy of d writing as actor (empty mints one).
+func (d *Doc) Fork(actor ActorID) (*Doc, error) {
+	am, err := d.am.Fork()
+	if err != nil {
+		return nil, amError("fork", err)
+	}
+	return newDoc(am, Options{Actor: actor, Now: d.now})
+}
+
+// ForkAt returns an independent copy of d as it was at heads.
+func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
+	if !d.Has(heads) {
+		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
+	}
+	am, err := d.am.Fork(heads...)
+	if err != nil {
+		return nil, amError("fork", err)
+	}
+	return newDoc(am, Options{Actor: actor, Now: d.now})
+}
+
+// Merge applies every change of o that d lacks.
+func (d *Doc) Merge(o *Doc) error {
+	_, err := d.am.Merge(o.am)
+	return amError("merge", err)
+}
+
+// Has reports whether every change in heads is in d.
+func (d *Doc) Has(heads Heads) bool {
+	for _, h := range heads {
+		if _, err := d.am.Change(h); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ChangesSince returns the changes made after heads, encoded as one batch
+// (each change in automerge's binary form, concatenated). Empty heads
+// return every change.
+func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
+	if !d.Has(heads) {
+		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
+	}
+	chs, err := d.am.Changes(heads...)
+	if err != nil {
+		return nil, amError("changes", err)
+	}
+	if len(chs) == 0 {
+		return nil, nil
+	}
+	return automerge.SaveChanges(chs), nil
+}
+
+// ApplyChanges applies a batch of encoded changes (as ChangesSince returns)
+// and returns the hashes of those that were new to d. Every change must
+// depend only on changes already in d or earlier in the batch; otherwise
+// nothing is applied and the error wraps ErrMissingDeps.
+func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	if len(batch) > MaxChangesBytes {
+		return nil, errorf(ErrTooLarge, "change batch of %d bytes exceeds %d", len(batch), MaxChangesBytes)
+	}
+	return d.applyRaw(batch)
+}
+
+// applyRaw applies a batch of concatenated change chunks after checking
+// that every dependency is present, and that automerge then really holds
+// every change (none parked for lack of dependencies).
+func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
+	chs, err := splitChanges(batch)
+	if err != nil {
+		return nil, err
+	}
+	inBatch := make(map[ChangeHash]bool, len(chs))
+	var fresh []ChangeHash
+	for _, c := range chs {
+		for _, dep := range c.deps {
+			if !inBatch[dep] && !d.Has(Heads{dep}) {
+				return nil, errorf(ErrMissingDeps, "change %s needs %s", short(c.hash), short(dep))
+			}
+		}
+		inBatch[c.hash] = true
+		if !d.Has(Heads{c.hash}) {
+			fresh = append(fresh, c.hash)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	before := sortHeads(d.am.Heads())
+	if err := d.am.LoadIncremental(batch); err != nil {
+		if rerr := d.Rollback(before); rerr != nil {
+			return nil, rerr
+		}
+		return nil, amError("apply changes", err)
+	}
+	if !d.Has(fresh) {
+		if err := d.Rollback(before); err != nil {
+			return nil, err
+		}
+		return nil, errorf(ErrMalformed, "changes were not applied")
+	}
+	return fresh, nil
+}
+
+// Rollback drops every change made after heads, by rebuilding d from its
+// own history as of heads. It is the undo of a refused ApplyChanges.
+func (d *Doc) Rollback(heads Heads) error {
+	am, err := d.am.Fork(heads...)
+	if err != nil {
+		return amError("rollback", err)
+	}
+	if err := am.SetActorID(string(d.actor)); err != nil {
+		return amError("rollback", err)
+	}
+	d.am = am
+	return nil
+}
+
+// commit closes the pending automerge transaction as one change.
+func (d *Doc) commit(msg string) error {
+	t := d.now()
+	if _, err := d.am.Commit(msg, automerge.CommitOptions{Time: &t}); err != nil {
+		return amError("commit", err)
+	}
+	return nil
+}
+
+func genKey(g uint64) string { return strconv.FormatUint(g, 10) }
+
+// AddQuestion records a question's shape: whether it is written, whether
+// it takes several choices, and its initial options and criteria. Only the
+// authority calls it, at creation.
+func (d *Doc) AddQuestion(q QuestionShape) error {
+	if err := marks.CheckID(q.ID); err != nil {
+		return errorf(ErrInvalid, "question id: %v", err)
+	}
+	if _, err := d.question(q.ID); err == nil {
+		return errorf(ErrInvalid, "question %q already exists", q.ID)
+	}
+	for _, it := range append(slices.Clone(q.Options), q.Criteria...) {
+		if err := marks.CheckID(it.ID); err != nil {
+			return errorf(ErrInvalid, "item id: %v", err)
+		}
+	}
+	m := automerge.NewMap()
+	if err := d.am.Path("questions").Map().Set(q.ID, m); err != nil {
+		return amError("add question", err)
+	}
+	if err := m.Set("written", q.Written); err != nil {
+		return amError("add question", err)
+	}
+	if err := m.Set("multiple", q.Multiple); err != nil {
+		return amError("add question", err)
+	}
+	for _, list := range []struct {
+		key   string
+		items []Item
+	}{{"options", q.Options}, {"criteria", q.Criteria}} {
+		l := automerge.NewList()
+		if err := m.Set(list.key, l); err != nil {
+			return amError("add question", err)
+		}
+		for _, it := range list.items {
+			if err := appendItem(l, it); err != nil {
+				return err
+			}
+		}
+	}
+	return d.commit("question " + q.ID)
+}
+
+func appendItem(l *automerge.List, it Item) error {
+	m := automerge.NewMap()
+	if err := l.Append(m); err != nil {
+		return amError("append item", err)
+	}
+	if err := m.Set("id", it.ID); err != nil {
+		return amError("append item", err)
+	}
+	return amError("append item", m.Set("label", it.Label))
+}
+
+func (d *Doc) question(id string) (*automerge.Map, error) {
+	v, err := d.am.Path("questions", id).Get()
+	if err != nil {
+		return nil, amError("read question", err)
+	}
+	if v.Kind() != automerge.KindMap {
+		return nil, errorf(ErrNoQuestion, "%q", id)
+	}
+	return v.Map(), nil
+}
+
+// AppendOption appends an option to a question under an idempotency key.
+// A key seen before returns what it minted then, with repeated true, and
+// writes nothing. Only the authority calls it.
+func (d *Doc) AppendOption(question, key string, it Item) (Item, bool, error) {
+	return d.appendItem("options", question, key, it)
+}
+
+// AppendCriterion appends a criterion, like AppendOption. Options and
+// criteria share one idempotency map.
+func (d *Doc) AppendCriterion(question, key string, it Item) (Item, bool, error) {
+	return d.appendItem("criteria", question, key, it)
+}
+
+func (d *Doc) appendItem(list, question, key string, it Item) (Item, bool, error) {
+	if key == "" {
+		return Item{}, false, errorf(ErrInvalid, "empty idempotency key")
+	}
+	st, err := d.State()
+	if err != nil {
+		return Item{}, false, err
+	}
+	if prev, ok := st.Appended[key]; ok {
+		qs := st.Questions[prev.Question]
+		if qs != nil {
+			for _, x := range qs.items(prev.Kind) {
+				if x.ID == prev.ID {
+					return x, true, nil
+				}
+			}
+		}
+		return Item{}, false, errorf(ErrMalformed, "appended key %q names a missing item", key)
+	}
+	if st.Questions[question] == nil {
+		return Item{}, false, errorf(ErrNoQuestion, "%q", question)
+	}
+	if err := marks.CheckID(it.ID); err != nil {
+		return Item{}, false, errorf(ErrInvalid, "item id: %v", err)
+	}
+	q, _ := d.question(question)
+	v, err := q.Get(list)
+	if err != nil || v.Kind() != automerge.KindList {
+		return Item{}, false, errorf(ErrMalformed, "question %q has no %s list", question, list)
+	}
+	if err := appendItem(v.List(), it); err != nil {
+		return Item{}, false, err
+	}
+	kind := "option"
+	if list == "criteria" {
+		kind = "criterion"
+	}
+	entry := automerge.NewMap()
+	if err := d.am.Path("appended").Map().Set(key, entry); err != nil {
+		return Item{}, false, amError("append", err)
+	}
+	for k, val := range map[string]string{"kind": kind, "question": question, "id": it.ID} {
+		if err := entry.Set(k, val); err != nil {
+			return Item{}, false, amError("append", err)
+		}
+	}
+	return it, false, d.commit(kind + " " + it.ID)
+}
+
+// StartGeneration makes generation g current and lays out its empty draft
+// for every question: a marks map and a choices map for choice questions,
+// an empty text for written ones. A fresh generation starts from nothing,
+// so edits made against an older one never show in it. Only the authority
+// calls it, at creation (g = 1) and on every reopen.
+func (d *Doc) StartGeneration(g uint64) error {
+	st, err := d.State()
+	if err != nil {
+		return err
+	}
+	if g <= st.Generation {
+		return errorf(ErrInvalid, "generation %d is not after %d", g, st.Generation)
+	}
+	draft := automerge.NewMap()
+	if err := d.am.Path("drafts").Map().Set(genKey(g), draft); err != nil {
+		return amError("start generation", err)
+	}
+	ids := make([]string, 0, len(st.Questions))
+	for id := range st.Questions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		qd := automerge.NewMap()
+		if err := draft.Set(id, qd); err != nil {
+			return amError("start generation", err)
+		}
+		if st.Questions[id].Written {
+			err = qd.Set("text", automerge.NewText(""))
+		} else {
+			if err = qd.Set("marks", automerge.NewMap()); err == nil {
+				err = qd.Set("chosen", automerge.NewMap())
+			}
+		}
+		if err != nil {
+			return amError("start generation", err)
+		}
+	}
+	if err := d.am.RootMap().Set("generation", g); err != nil {
+		return amError("start generation", err)
+	}
+	return d.commit("generation " + genKey(g))
+}
+
+// Generation returns the current settle generation (0 before the first
+// StartGeneration).
+func (d *Doc) Generation() uint64 {
+	v, err := d.am.RootMap().Get("generation")
+	if err != nil || v.Kind() != automerge.KindUint64 {
+		return 0
+	}
+	return v.Uint64()
+}
+
+// draftQuestion returns the current generation's draft map of a question,
+// and its shape.
+func (d *Doc) draftQuestion(question string) (*automerge.Map, *QuestionState, error) {
+	st, err := d.State()
+	if err != nil {
+		return nil, nil, err
+	}
+	qs := st.Questions[question]
+	if qs == nil {
+		return nil, nil, errorf(ErrNoQuestion, "%q", question)
+	}
+	v, err := d.am.Path("drafts", genKey(st.Generation), question).Get()
+	if err != nil || v.Kind() != automerge.KindMap {
+		return nil, nil, errorf(ErrNoQuestion, "%q has no draft in generation %d", question, st.Generation)
+	}
+	return v.Map(), qs, nil
+}
+
+// SetMark sets one cell of a choice question's matrix in the current
+// draft; marks.Cleared clears it (the register holds null). The cell must
+// be one the question describes.
+func (d *Doc) SetMark(question, option, criterion string, m marks.Mark) error {
+	if m != marks.Cleared && !m.Valid() {
+		return errorf(ErrInvalid, "mark %q", m)
+	}
+	qd, qs, err := d.draftQuestion(question)
+	if err != nil {
+		return err
+	}
+	if qs.Written {
+		return errorf(ErrWrongKind, "question %q is written; it has no marks", question)
+	}
+	if !hasItem(qs.Options, option) || !hasItem(qs.Criteria, criterion) {
+		return errorf(ErrInvalid, "question %q has no cell %s", question, marks.Key(option, criterion))
+	}
+	v, err := qd.Get("marks")
+	if err != nil || v.Kind() != automerge.KindMap {
+		return errorf(ErrMalformed, "question %q draft has no marks map", question)
+	}
+	var val any
+	if m != marks.Cleared {
+		val = string(m)
+	}
+	if err := v.Map().Set(marks.Key(option, criterion), val); err != nil {
+		return amError("set mark", err)
+	}
+	return d.commit("mark")
+}
+
+// Choose selects (on) or deselects an option of a choice question in the
+// current draft. A single-choice question holds one register, so selecting
+// an option replaces the previous choice.
+func (d *Doc) Choose(question, option string, on bool) error {
+	qd, qs, err := d.draftQuestion(question)
+	if err != nil {
+		return err
+	}
+	if qs.Written {
+		return errorf(ErrWrongKind, "question %q is written; it has no options", question)
+	}
+	if !hasItem(qs.Options, option) {
+		return errorf(ErrInvalid, "question %q has no option %q", question, option)
+	}
+	if !qs.Multiple {
+		// One LWW register: concurrent choices on a single-choice question
+		// resolve to one winner instead of merging into two.
+		var val any
+		if on {
+			val = option
+		} else if cur, err := qd.Get("choice"); err != nil || cur.Kind() != automerge.KindStr || cur.Str() != option {
+			return nil // deselecting what is not selected changes nothing
+		}
+		if err := qd.Set("choice", val); err != nil {
+			return amError("choose", err)
+		}
+		return d.commit("choose")
+	}
+	v, err := qd.Get("chosen")
+	if err != nil || v.Kind() != automerge.KindMap {
+		return errorf(ErrMalformed, "question %q draft has no choices map", question)
+	}
+	if err := v.Map().Set(option, on); err != nil {
+		return amError("choose", err)
+	}
+	return d.commit("choose")
+}
+
+// SpliceText edits a written question's answer in the current draft:
+// delete del characters (Unicode code points) at pos, then insert ins.
+// Concurrent splices merge character by character.
+func (d *Doc) SpliceText(question string, pos, del int, ins string) error {
+	qd, qs, err := d.draftQuestion(question)
+	if err != nil {
+		return err
+	}
+	if !qs.Written {
+		return errorf(ErrWrongKind, "question %q is a choice; it has no text", question)
+	}
+	v, err := qd.Get("text")
+	if err != nil || v.Kind() != automerge.KindText {
+		return errorf(ErrMalformed, "question %q draft has no text", question)
+	}
+	t := v.Text()
+	n := t.Len()
+	if pos < 0 || del < 0 || pos > n || del > n-pos {
+		return errorf(ErrInvalid, "splice at %d deleting %d outside text of %d characters", pos, del, n)
+	}
+	if n-del+len([]rune(ins)) > MaxTextRunes {
+		return errorf(ErrTooLarge, "written answer longer than %d characters", MaxTextRunes)
+	}
+	if err := t.Splice(pos, del, ins); err != nil {
+		return amError("splice", err)
+	}
+	return d.commit("text")
+}
+
+// SetText replaces a written answer with s by the smallest single splice
+// (common prefix and suffix kept), so concurrent typing elsewhere in the
+// text survives.
+func (d *Doc) SetText(question, s string) error {
+	dr, err := d.Draft()
+	if err != nil {
+		return err
+	}
+	old := []rune(dr.Questions[question].Text)
+	nu := []rune(s)
+	p := 0
+	for p < len(old) && p < len(nu) && old[p] == nu[p] {
+		p++
+	}
+	sfx := 0
+	for sfx < len(old)-p && sfx < len(nu)-p && old[len(old)-1-sfx] == nu[len(nu)-1-sfx] {
+		sfx++
+	}
+	if p == len(old) && p == len(nu) {
+		return nil
+	}
+	return d.SpliceText(question, p, len(old)-p-sfx, string(nu[p:len(nu)-sfx]))
+}
+
+func hasItem(items []Item, id string) bool {
+	for _, it := range items {
+		if it.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func sameHeads(a, b []ChangeHash) bool {
+	return slices.Equal(sortHeads(a), sortHeads(b))
+}
+
+func sortHeads(h []ChangeHash) Heads {
+	out := Heads(slices.Clone(h))
+	slices.SortFunc(out, func(a, b ChangeHash) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+func short(h ChangeHash) string { return h.String()[:12] }

@@ -1,0 +1,533 @@
+package crdt
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/automerge/automerge-go"
+
+	"github.com/accord-crdt/accord/marks"
+)
+
+// Heads is a sorted set of change hashes: a document revision.
+type Heads []ChangeHash
+
+// String renders heads as comma-separated hex hashes.
+func (h Heads) String() string {
+	parts := make([]string, len(h))
+	for i, c := range h {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// Equal reports whether h and o name the same revision.
+func (h Heads) Equal(o Heads) bool { return slices.Equal(h, o) }
+
+// ParseHeads parses the form Heads.String writes.
+func ParseHeads(s string) (Heads, error) {
+	if s == "" {
+		return Heads{}, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 4096 {
+		return nil, errorf(ErrTooLarge, "%d heads", len(parts))
+	}
+	out := make([]ChangeHash, 0, len(parts))
+	for _, p := range parts {
+		b, err := hex.DecodeString(p)
+		if err != nil || len(b) != 32 {
+			return nil, errorf(ErrInvalid, "head %q is not 64 hex digits", p)
+		}
+		out = append(out, ChangeHash(b))
+	}
+	return sortHeads(out), nil
+}
+
+// HeadsFromBytes converts raw 32-byte hashes (as on the wire) to Heads.
+func HeadsFromBytes(raw [][]byte) (Heads, error) {
+	out := make([]ChangeHash, 0, len(raw))
+	for _, b := range raw {
+		if len(b) != 32 {
+			return nil, errorf(ErrInvalid, "head of %d bytes, want 32", len(b))
+		}
+		out = append(out, ChangeHash(b))
+	}
+	return sortHeads(out), nil
+}
+
+// Bytes returns the heads as raw 32-byte hashes.
+func (h Heads) Bytes() [][]byte {
+	out := make([][]byte, len(h))
+	for i := range h {
+		out[i] = h[i][:]
+	}
+	return out
+}
+
+// QuestionState is what the document holds of one question's definition.
+type QuestionState struct {
+	Written  bool
+	Multiple bool
+	Options  []Item
+	Criteria []Item
+}
+
+func (q *QuestionState) items(kind string) []Item {
+	if kind == "criterion" {
+		return q.Criteria
+	}
+	return q.Options
+}
+
+// Appended is one entry of the idempotency map.
+type Appended struct {
+	Kind     string // "option" or "criterion"
+	Question string
+	ID       string
+}
+
+// QuestionDraft is the shared working answer to one question.
+type QuestionDraft struct {
+	// Choices are the selected option ids, in option order.
+	Choices []string
+	// Text is the written answer.
+	Text string
+	// Marks holds every cell register ever written: a mark, or
+	// marks.Cleared for a register cleared to null. Cells never marked are
+	// absent.
+	Marks map[string]marks.Mark
+}
+
+// Snapshot returns the marked cells as a sparse snapshot (cleared cells
+// dropped), nil when none is marked.
+func (q QuestionDraft) Snapshot() marks.Snapshot {
+	var s marks.Snapshot
+	for k, m := range q.Marks {
+		if m.Valid() {
+			if s == nil {
+				s = marks.Snapshot{}
+			}
+			s[k] = m
+		}
+	}
+	return s
+}
+
+// Equal reports whether two drafts hold the same answer.
+func (q QuestionDraft) Equal(o QuestionDraft) bool {
+	if q.Text != o.Text || !slices.Equal(q.Choices, o.Choices) || len(q.Marks) != len(o.Marks) {
+		return false
+	}
+	for k, m := range q.Marks {
+		if n, ok := o.Marks[k]; !ok || n != m {
+			return false
+		}
+	}
+	return true
+}
+
+// Draft is the shared working answer of one generation.
+type Draft struct {
+	Generation uint64
+	Questions  map[string]QuestionDraft
+}
+
+// Equal reports whether two drafts hold the same answers.
+func (d Draft) Equal(o Draft) bool {
+	if d.Generation != o.Generation || len(d.Questions) != len(o.Questions) {
+		return false
+	}
+	for id, q := range d.Questions {
+		p, ok := o.Questions[id]
+		if !ok || !q.Equal(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// State is the whole document, materialised and checked.
+type State struct {
+	Generation uint64
+	Questions  map[string]*QuestionState
+	Appended   map[string]Appended
+	// Drafts holds every generation's draft; Drafts[Generation] is the
+	// current one.
+	Drafts map[uint64]Draft
+}
+
+// SameShape reports whether s and o hold the same definition side:
+// generation, questions with their items, and idempotency map. Draft edits
+// never change it.
+func (s *State) SameShape(o *State) bool {
+	if s.Generation != o.Generation || len(s.Questions) != len(o.Questions) || len(s.Appended) != len(o.Appended) {
+		return false
+	}
+	for id, q := range s.Questions {
+		p := o.Questions[id]
+		if p == nil || q.Written != p.Written || q.Multiple != p.Multiple ||
+			!slices.Equal(q.Options, p.Options) || !slices.Equal(q.Criteria, p.Criteria) {
+			return false
+		}
+	}
+	for k, a := range s.Appended {
+		if o.Appended[k] != a {
+			return false
+		}
+	}
+	if len(s.Drafts) != len(o.Drafts) {
+		return false
+	}
+	for g := range s.Drafts {
+		if _, ok := o.Drafts[g]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Draft returns the current generation's draft.
+func (d *Doc) Draft() (Draft, error) {
+	st, err := d.State()
+	if err != nil {
+		return Draft{}, err
+	}
+	return st.Drafts[st.Generation], nil
+}
+
+// State reads the whole document and checks its structure: every value has
+// the kind and form this package writes; every mark register holds a valid
+// mark or null under a cell key the question describes; every choice names
+// an option of its question. A document changed by a peer in any other way
+// is reported as an error wrapping ErrMalformed and naming the path.
+func (d *Doc) State() (st *State, err error) {
+	// automerge-go panics (in Go, recoverably) on value kinds it does not
+	// know; a peer's change must not take the process down that way.
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, errorf(ErrMalformed, "unreadable value: %v", r)
+		}
+	}()
+	root, err := d.am.RootMap().Values()
+	if err != nil {
+		return nil, amError("read root", err)
+	}
+	st = &State{
+		Questions: map[string]*QuestionState{},
+		Appended:  map[string]Appended{},
+		Drafts:    map[uint64]Draft{},
+	}
+	for k, v := range root {
+		switch k {
+		case "v":
+			if v.Kind() != automerge.KindInt64 {
+				return nil, malformed("v", "not an integer")
+			}
+		case "generation":
+			if v.Kind() != automerge.KindUint64 {
+				return nil, malformed("generation", "not an unsigned integer")
+			}
+			st.Generation = v.Uint64()
+		case "questions":
+			if err := readQuestions(v, st); err != nil {
+				return nil, err
+			}
+		case "appended":
+			if err := readAppended(v, st); err != nil {
+				return nil, err
+			}
+		case "drafts":
+			// read below, once the questions are known
+		default:
+			return nil, malformed(k, "unknown key")
+		}
+	}
+	if v, ok := root["drafts"]; ok {
+		if err := readDrafts(v, st); err != nil {
+			return nil, err
+		}
+	}
+	if st.Generation > 0 {
+		if _, ok := st.Drafts[st.Generation]; !ok {
+			return nil, malformed("drafts", fmt.Sprintf("no draft for current generation %d", st.Generation))
+		}
+	}
+	return st, nil
+}
+
+func malformed(path, why string) error { return errorf(ErrMalformed, "%s: %s", path, why) }
+
+func readQuestions(v *automerge.Value, st *State) error {
+	if v.Kind() != automerge.KindMap {
+		return malformed("questions", "not a map")
+	}
+	qs, err := v.Map().Values()
+	if err != nil {
+		return amError("read questions", err)
+	}
+	for id, qv := range qs {
+		path := "questions/" + id
+		if !marks.ValidID(id) || qv.Kind() != automerge.KindMap {
+			return malformed(path, "not a question")
+		}
+		fields, err := qv.Map().Values()
+		if err != nil {
+			return amError("read question", err)
+		}
+		q := &QuestionState{}
+		for k, f := range fields {
+			switch k {
+			case "written", "multiple":
+				if f.Kind() != automerge.KindBool {
+					return malformed(path+"/"+k, "not a boolean")
+				}
+				if k == "written" {
+					q.Written = f.Bool()
+				} else {
+					q.Multiple = f.Bool()
+				}
+			case "options", "criteria":
+				items, err := readItems(path+"/"+k, f)
+				if err != nil {
+					return err
+				}
+				if k == "options" {
+					q.Options = items
+				} else {
+					q.Criteria = items
+				}
+			default:
+				return malformed(path+"/"+k, "unknown key")
+			}
+		}
+		st.Questions[id] = q
+	}
+	return nil
+}
+
+func readItems(path string, v *automerge.Value) ([]Item, error) {
+	if v.Kind() != automerge.KindList {
+		return nil, malformed(path, "not a list")
+	}
+	vals, err := v.List().Values()
+	if err != nil {
+		return nil, amError("read "+path, err)
+	}
+	items := make([]Item, 0, len(vals))
+	seen := map[string]bool{}
+	for i, iv := range vals {
+		p := path + "/" + strconv.Itoa(i)
+		if iv.Kind() != automerge.KindMap {
+			return nil, malformed(p, "not an item")
+		}
+		f, err := iv.Map().Values()
+		if err != nil {
+			return nil, amError("read "+p, err)
+		}
+		id, label := f["id"], f["label"]
+		if len(f) != 2 || id == nil || label == nil || id.Kind() != automerge.KindStr || label.Kind() != automerge.KindStr {
+			return nil, malformed(p, "want {id, label} strings")
+		}
+		if !marks.ValidID(id.Str()) || seen[id.Str()] {
+			return nil, malformed(p, "bad or repeated id")
+		}
+		seen[id.Str()] = true
+		items = append(items, Item{ID: id.Str(), Label: label.Str()})
+	}
+	return items, nil
+}
+
+func readAppended(v *automerge.Value, st *State) error {
+	if v.Kind() != automerge.KindMap {
+		return malformed("appended", "not a map")
+	}
+	entries, err := v.Map().Values()
+	if err != nil {
+		return amError("read appended", err)
+	}
+	for key, ev := range entries {
+		p := "appended/" + key
+		if ev.Kind() != automerge.KindMap {
+			return malformed(p, "not an entry")
+		}
+		f, err := ev.Map().Values()
+		if err != nil {
+			return amError("read "+p, err)
+		}
+		var a Appended
+		for k, fv := range f {
+			if fv.Kind() != automerge.KindStr {
+				return malformed(p+"/"+k, "not a string")
+			}
+			switch k {
+			case "kind":
+				a.Kind = fv.Str()
+			case "question":
+				a.Question = fv.Str()
+			case "id":
+				a.ID = fv.Str()
+			default:
+				return malformed(p+"/"+k, "unknown key")
+			}
+		}
+		if a.Kind != "option" && a.Kind != "criterion" {
+			return malformed(p, "unknown kind")
+		}
+		st.Appended[key] = a
+	}
+	return nil
+}
+
+func readDrafts(v *automerge.Value, st *State) error {
+	if v.Kind() != automerge.KindMap {
+		return malformed("drafts", "not a map")
+	}
+	gens, err := v.Map().Values()
+	if err != nil {
+		return amError("read drafts", err)
+	}
+	for gk, gv := range gens {
+		p := "drafts/" + gk
+		g, err := strconv.ParseUint(gk, 10, 64)
+		if err != nil || g == 0 || genKey(g) != gk || g > st.Generation {
+			return malformed(p, "not a started generation")
+		}
+		if gv.Kind() != automerge.KindMap {
+			return malformed(p, "not a map")
+		}
+		qs, err := gv.Map().Values()
+		if err != nil {
+			return amError("read "+p, err)
+		}
+		dr := Draft{Generation: g, Questions: make(map[string]QuestionDraft, len(qs))}
+		for qid, qv := range qs {
+			shape := st.Questions[qid]
+			if shape == nil {
+				return malformed(p+"/"+qid, "no such question")
+			}
+			qd, err := readQuestionDraft(p+"/"+qid, qv, shape)
+			if err != nil {
+				return err
+			}
+			dr.Questions[qid] = qd
+		}
+		st.Drafts[g] = dr
+	}
+	return nil
+}
+
+func readQuestionDraft(path string, v *automerge.Value, q *QuestionState) (QuestionDraft, error) {
+	var out QuestionDraft
+	if v.Kind() != automerge.KindMap {
+		return out, malformed(path, "not a map")
+	}
+	fields, err := v.Map().Values()
+	if err != nil {
+		return out, amError("read "+path, err)
+	}
+	for k, f := range fields {
+		p := path + "/" + k
+		switch {
+		case k == "text" && q.Written:
+			if f.Kind() != automerge.KindText {
+				return out, malformed(p, "not text")
+			}
+			if out.Text, err = f.Text().Get(); err != nil {
+				return out, amError("read "+p, err)
+			}
+			if n := len([]rune(out.Text)); n > MaxTextRunes {
+				return out, malformed(p, fmt.Sprintf("%d characters, more than %d", n, MaxTextRunes))
+			}
+		case k == "marks" && !q.Written:
+			if out.Marks, err = readMarks(p, f, q); err != nil {
+				return out, err
+			}
+		case k == "choice" && !q.Written && !q.Multiple:
+			switch f.Kind() {
+			case automerge.KindNull:
+			case automerge.KindStr:
+				if !hasItem(q.Options, f.Str()) {
+					return out, malformed(p, fmt.Sprintf("unknown option %q", f.Str()))
+				}
+				out.Choices = []string{f.Str()}
+			default:
+				return out, malformed(p, "not an option id or null")
+			}
+		case k == "chosen" && !q.Written:
+			if f.Kind() != automerge.KindMap {
+				return out, malformed(p, "not a map")
+			}
+			vals, err := f.Map().Values()
+			if err != nil {
+				return out, amError("read "+p, err)
+			}
+			if len(vals) > 0 && !q.Multiple {
+				return out, malformed(p, "a single-choice question takes its choice in one register")
+			}
+			for opt, ov := range vals {
+				if !hasItem(q.Options, opt) {
+					return out, malformed(p+"/"+opt, "unknown option")
+				}
+				if ov.Kind() != automerge.KindBool {
+					return out, malformed(p+"/"+opt, "not a boolean")
+				}
+				if ov.Bool() {
+					out.Choices = append(out.Choices, opt)
+				}
+			}
+		default:
+			return out, malformed(p, "unknown key for this question")
+		}
+	}
+	if !q.Written && out.Marks == nil {
+		// Drafts stored before criteria existed have no marks map; they
+		// read as an empty one.
+		out.Marks = map[string]marks.Mark{}
+	}
+	if len(out.Choices) > 1 {
+		order := map[string]int{}
+		for i, it := range q.Options {
+			order[it.ID] = i
+		}
+		slices.SortFunc(out.Choices, func(a, b string) int { return order[a] - order[b] })
+	}
+	return out, nil
+}
+
+func readMarks(path string, v *automerge.Value, q *QuestionState) (map[string]marks.Mark, error) {
+	if v.Kind() != automerge.KindMap {
+		return nil, malformed(path, "not a map")
+	}
+	vals, err := v.Map().Values()
+	if err != nil {
+		return nil, amError("read "+path, err)
+	}
+	out := make(map[string]marks.Mark, len(vals))
+	for key, mv := range vals {
+		p := path + "/" + key
+		cell, err := marks.ParseKey(key)
+		if err != nil {
+			return nil, malformed(p, err.Error())
+		}
+		if !hasItem(q.Options, cell.Option) || !hasItem(q.Criteria, cell.Criterion) {
+			return nil, malformed(p, "a cell the question does not describe")
+		}
+		switch mv.Kind() {
+		case automerge.KindNull:
+			out[key] = marks.Cleared
+		case automerge.KindStr:
+			m, err := marks.ParseMark(mv.Str())
+			if err != nil {
+				return nil, malformed(p, err.Error())
+			}
+			out[key] = m
+		default:
+			return nil, malformed(p, "not a mark or null")
+		}
+	}
+	return out, nil
+}

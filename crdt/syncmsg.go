@@ -1,0 +1,425 @@
+package crdt
+
+// Automerge sync messages arrive from peers we do not control, and
+// automerge-go 0.5 (Rust core automerge 0.5.0) aborts the whole process,
+// with a Rust panic Go cannot recover, on some well-formed-looking inputs:
+//
+//   - a "have" Bloom filter that declares entries but zero bits per entry
+//     decodes to an empty bit array; the next GenerateMessage probes it
+//     modulo 8*len(bits) = 0 and panics with a division by zero;
+//   - a Bloom filter's probe count is used as a Vec capacity on every probe,
+//     so 0xffffffff probes asks for 16 GiB and aborts (and anything merely
+//     large burns CPU for every change in the document).
+//
+// ParseSyncMessage therefore reads the whole message in Go and accepts only
+// what real automerge peers write; Encode turns the checked message back into
+// bytes for automerge. Nothing from the network should reach automerge's
+// ReceiveMessage without passing through both.
+//
+// Wire format of a sync message (automerge's sync.rs and sync/bloom.rs; all
+// integers unsigned LEB128, which automerge requires to be minimally encoded):
+//
+//	message  = 0x42 hashes(heads) hashes(need) count *have count *change [caps]
+//	hashes   = count *hash        ; hash: 32 bytes
+//	have     = hashes(last_sync) len bloom
+//	bloom    = "" / entries bits_per_entry probes bits
+//	                              ; len(bits) = ceil(entries*bits_per_entry/8)
+//	change   = len chunk          ; one change chunk, see validateSyncChange
+//	caps     = count *byte        ; capability ids, 1 = v1, 2 = v2 messages
+//
+// Message versions. Automerge 0.5 knows only type 0x42 and, after the
+// changes, ignores whatever follows (verified against automerge-go: garbage
+// after the changes is accepted). Newer automerge (Rust 0.6+, JS 2.2+ and
+// 3.x) uses that gap to append the "caps" section to its 0x42 messages, so
+// we accept exactly that section, keep it, and re-emit it: 0.5 skips it.
+// Type 0x43 ("v2") is a different message whose change list is a single
+// chunk holding many changes or a whole saved document. Automerge 0.5
+// rejects 0x43 outright ("expected [66] but found 67"), and relabelling it
+// 0x42 would be wrong, not just unsupported: 0.5's per-change parser reads
+// the first change of a chunk and silently drops the rest. A newer peer only
+// sends 0x43 to a peer that advertised capability 2, which automerge 0.5
+// never does, so a 0x43 message here comes from a broken or hostile peer and
+// is refused.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/automerge/automerge-go"
+)
+
+// ErrMalformedSync is wrapped by every error ParseSyncMessage returns.
+var ErrMalformedSync = errors.New("crdt: malformed sync message")
+
+// Bounds on an incoming sync message. Each is far above what a real peer
+// sends for our documents and low enough that automerge's work and memory
+// for one message stay small.
+const (
+	// MaxSyncMessageBytes caps a whole message. It is also the real bound on
+	// memory: every other limit only rejects a message earlier.
+	MaxSyncMessageBytes = 16 << 20
+
+	// MaxHashes caps each hash list: heads, need, and every have's
+	// last_sync. Real lists hold the few heads of a document.
+	MaxHashes = 4096
+
+	// MaxHaves caps the have list; automerge writes zero or one.
+	MaxHaves = 64
+
+	// MaxChanges caps the changes carried by one message.
+	MaxChanges = 100_000
+
+	// MaxChangeBytes caps one encoded change. A single change can carry a
+	// large paste, so this only stops one change from taking the whole
+	// message.
+	MaxChangeBytes = 8 << 20
+
+	// MaxCapabilities caps the capability list newer peers append; they
+	// send two.
+	MaxCapabilities = 16
+
+	// MaxBloomEntries caps a Bloom filter's entry count. A have's filter
+	// covers every change since the last sync, which on first contact is
+	// the whole history, so no fixed multiple of MaxHashes is safe to
+	// impose; this is the largest filter whose bits fit in a message.
+	MaxBloomEntries = MaxSyncMessageBytes * 8 / syncBloomBitsPerEntry
+)
+
+const (
+	syncMessageType   = 0x42 // the only type automerge 0.5 reads
+	syncMessageTypeV2 = 0x43 // newer automerge's v2 message, refused
+
+	// Every automerge and automerge JS release writes Bloom filters with
+	// these parameters (a 1% false-positive rate). The format lets a
+	// sender choose others, but zero bits crash automerge 0.5 and large
+	// probe counts exhaust it, and no real peer varies them, so anything
+	// else is refused rather than range-checked.
+	syncBloomBitsPerEntry = 10
+	syncBloomProbes       = 7
+
+	syncHashLen = len(automerge.ChangeHash{})
+
+	// A change chunk: magic, checksum, chunk type, LEB128 body length, body.
+	syncChunkTypeChange = 1
+	syncChunkHeaderMin  = 4 + 4 + 1 + 1
+)
+
+// syncChangeMagic opens every automerge chunk.
+var syncChangeMagic = []byte{0x85, 0x6f, 0x4a, 0x83}
+
+// SyncMessage is a parsed, bounds-checked automerge sync message.
+type SyncMessage struct {
+	// Heads are the sender's heads.
+	Heads []automerge.ChangeHash
+	// Need lists changes the sender asks for explicitly.
+	Need []automerge.ChangeHash
+	// Have summarises what the sender already has.
+	Have []SyncHave
+	// Changes are raw encoded changes, each a single change chunk of at
+	// most MaxChangeBytes.
+	Changes [][]byte
+	// Capabilities is the capability list newer peers append (1 = v1,
+	// 2 = v2 messages). Nil means the section was absent; automerge 0.5
+	// ignores it, and it is kept so that Encode reproduces the input.
+	Capabilities []byte
+}
+
+// SyncHave is one entry of a sync message's have list.
+type SyncHave struct {
+	// LastSync are the heads the sender last had in common with us.
+	LastSync []automerge.ChangeHash
+	// Bloom is the raw filter over the sender's changes since LastSync:
+	// empty, or a header with automerge's fixed parameters followed by
+	// exactly the bits it calls for.
+	Bloom []byte
+}
+
+// ParseSyncMessage parses and bounds-checks a sync message received from a
+// peer. It accepts exactly what automerge writes (see the comment at the top
+// of this file) and returns an error wrapping ErrMalformedSync for anything
+// else. The result does not alias b.
+//
+// The changes are checked only to be single change chunks of plausible
+// size; automerge's own change loader, which sees them next, returns an
+// error for a malformed body rather than crashing (FuzzSyncMessage checks
+// that).
+func ParseSyncMessage(b []byte) (*SyncMessage, error) {
+	if len(b) > MaxSyncMessageBytes {
+		return nil, syncErr("message is %d bytes, limit %d", len(b), MaxSyncMessageBytes)
+	}
+	if len(b) == 0 {
+		return nil, syncErr("empty message")
+	}
+	switch b[0] {
+	case syncMessageType:
+	case syncMessageTypeV2:
+		return nil, syncErr("message type 0x43 (v2) is not supported by automerge 0.5")
+	default:
+		return nil, syncErr("message type 0x%02x, want 0x42", b[0])
+	}
+	// One copy up front lets every field below be a sub-slice of it.
+	r := &syncReader{b: bytes.Clone(b), off: 1}
+	m := &SyncMessage{}
+	var err error
+	if m.Heads, err = r.hashes("heads"); err != nil {
+		return nil, err
+	}
+	if m.Need, err = r.hashes("need"); err != nil {
+		return nil, err
+	}
+	if m.Have, err = r.haves(); err != nil {
+		return nil, err
+	}
+	if m.Changes, err = r.changes(); err != nil {
+		return nil, err
+	}
+	if r.off < len(r.b) {
+		n, err := r.count("capabilities", MaxCapabilities, 1)
+		if err != nil {
+			return nil, err
+		}
+		m.Capabilities = r.take(n)
+	}
+	if rest := len(r.b) - r.off; rest > 0 {
+		return nil, syncErr("%d trailing bytes at offset %d", rest, r.off)
+	}
+	return m, nil
+}
+
+// Encode returns m in the wire format automerge 0.5 reads. For any message
+// ParseSyncMessage accepted, Encode returns exactly the parsed bytes.
+func (m *SyncMessage) Encode() []byte {
+	n := 1 + syncHashesSize(m.Heads) + syncHashesSize(m.Need) +
+		syncUvarintSize(len(m.Have)) + syncUvarintSize(len(m.Changes))
+	for _, h := range m.Have {
+		n += syncHashesSize(h.LastSync) + syncUvarintSize(len(h.Bloom)) + len(h.Bloom)
+	}
+	for _, c := range m.Changes {
+		n += syncUvarintSize(len(c)) + len(c)
+	}
+	if m.Capabilities != nil {
+		n += syncUvarintSize(len(m.Capabilities)) + len(m.Capabilities)
+	}
+
+	out := make([]byte, 0, n)
+	out = append(out, syncMessageType)
+	out = appendSyncHashes(out, m.Heads)
+	out = appendSyncHashes(out, m.Need)
+	out = binary.AppendUvarint(out, uint64(len(m.Have)))
+	for _, h := range m.Have {
+		out = appendSyncHashes(out, h.LastSync)
+		out = appendSyncBytes(out, h.Bloom)
+	}
+	out = binary.AppendUvarint(out, uint64(len(m.Changes)))
+	for _, c := range m.Changes {
+		out = appendSyncBytes(out, c)
+	}
+	if m.Capabilities != nil {
+		out = appendSyncBytes(out, m.Capabilities)
+	}
+	return out
+}
+
+// syncReader walks a message, turning every problem into an error that
+// names the field and the bound it broke.
+type syncReader struct {
+	b   []byte
+	off int
+}
+
+func syncErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformedSync, fmt.Sprintf(format, args...))
+}
+
+// uvarint reads one minimally encoded LEB128 integer no larger than max.
+func (r *syncReader) uvarint(field string, max uint64) (uint64, error) {
+	v, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		return 0, syncErr("%s: truncated at offset %d", field, r.off)
+	case n < 0:
+		return 0, syncErr("%s: integer overflows 64 bits at offset %d", field, r.off)
+	case n != syncUvarintSize(v):
+		// automerge rejects these too; refusing them keeps Encode exact.
+		return 0, syncErr("%s: non-minimal integer encoding at offset %d", field, r.off)
+	case v > max:
+		return 0, syncErr("%s: %d exceeds limit %d", field, v, max)
+	}
+	r.off += n
+	return v, nil
+}
+
+// count reads a length or element count and also checks that the rest of
+// the message could hold that many elements of at least minSize bytes, so
+// no allocation is sized by an unchecked number.
+func (r *syncReader) count(field string, max, minSize int) (int, error) {
+	v, err := r.uvarint(field, uint64(max))
+	if err != nil {
+		return 0, err
+	}
+	n := int(v)
+	if rest := len(r.b) - r.off; n*minSize > rest {
+		return 0, syncErr("%s: %d needs at least %d bytes, only %d left", field, n, n*minSize, rest)
+	}
+	return n, nil
+}
+
+// take returns the next n bytes, capped so that appending to the result
+// cannot overwrite what follows. The caller has checked n against the input.
+func (r *syncReader) take(n int) []byte {
+	s := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *syncReader) hashes(field string) ([]automerge.ChangeHash, error) {
+	n, err := r.count(field, MaxHashes, syncHashLen)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]automerge.ChangeHash, n)
+	for i := range hs {
+		copy(hs[i][:], r.take(syncHashLen))
+	}
+	return hs, nil
+}
+
+func (r *syncReader) haves() ([]SyncHave, error) {
+	// A have is at least two bytes: an empty last_sync and an empty filter.
+	n, err := r.count("have", MaxHaves, 2)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]SyncHave, n)
+	for i := range hs {
+		field := fmt.Sprintf("have[%d]", i)
+		if hs[i].LastSync, err = r.hashes(field + ".last_sync"); err != nil {
+			return nil, err
+		}
+		size, err := r.count(field+".bloom length", MaxSyncMessageBytes, 1)
+		if err != nil {
+			return nil, err
+		}
+		hs[i].Bloom = r.take(size)
+		if err := validateSyncBloom(field+".bloom", hs[i].Bloom); err != nil {
+			return nil, err
+		}
+	}
+	return hs, nil
+}
+
+// validateSyncBloom accepts an empty filter, which automerge writes when it
+// has no changes to summarise, or a filter with automerge's fixed parameters
+// and exactly the bits they call for. automerge 0.5 itself ignores bytes
+// after the bits and reads a filter with zero entries but a header as empty;
+// real peers write neither, so both are refused here.
+func validateSyncBloom(field string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	r := &syncReader{b: b}
+	entries, err := r.uvarint(field+" entries", MaxBloomEntries)
+	if err != nil {
+		return err
+	}
+	if entries == 0 {
+		return syncErr("%s: header with zero entries (automerge writes an empty filter)", field)
+	}
+	bits, err := r.uvarint(field+" bits per entry", syncBloomBitsPerEntry)
+	if err != nil {
+		return err
+	}
+	if bits != syncBloomBitsPerEntry {
+		return syncErr("%s: %d bits per entry, want %d", field, bits, syncBloomBitsPerEntry)
+	}
+	probes, err := r.uvarint(field+" probes", syncBloomProbes)
+	if err != nil {
+		return err
+	}
+	if probes != syncBloomProbes {
+		return syncErr("%s: %d probes, want %d", field, probes, syncBloomProbes)
+	}
+	want := (entries*syncBloomBitsPerEntry + 7) / 8
+	if got := uint64(len(b) - r.off); got != want {
+		return syncErr("%s: %d bytes of bits, %d entries need %d", field, got, entries, want)
+	}
+	return nil
+}
+
+func (r *syncReader) changes() ([][]byte, error) {
+	n, err := r.count("changes", MaxChanges, 1+syncChunkHeaderMin)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([][]byte, n)
+	for i := range cs {
+		field := fmt.Sprintf("changes[%d]", i)
+		size, err := r.count(field+" length", MaxChangeBytes, 1)
+		if err != nil {
+			return nil, err
+		}
+		cs[i] = r.take(size)
+		if err := validateSyncChange(field, cs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+// validateSyncChange checks the chunk header of one change: magic bytes, a
+// 4-byte checksum (left to automerge, which hashes the chunk anyway), the
+// change chunk type, and a body length that fills the rest exactly.
+//
+// Only type 1 is accepted: automerge 0.5 parses every chunk in a sync
+// message as an uncompressed change whatever its type byte says, so a
+// compressed change (type 2) or a document (type 0) could only fail there.
+// A chunk followed by more bytes is refused because automerge 0.5 would
+// load the first change and silently drop the rest.
+func validateSyncChange(field string, c []byte) error {
+	if len(c) < syncChunkHeaderMin {
+		return syncErr("%s: %d bytes, shorter than a chunk header", field, len(c))
+	}
+	if !bytes.Equal(c[:4], syncChangeMagic) {
+		return syncErr("%s: missing change magic bytes", field)
+	}
+	if c[8] != syncChunkTypeChange {
+		return syncErr("%s: chunk type %d, want %d (change)", field, c[8], syncChunkTypeChange)
+	}
+	r := &syncReader{b: c, off: 9}
+	body, err := r.uvarint(field+" body length", MaxChangeBytes)
+	if err != nil {
+		return err
+	}
+	if got := uint64(len(c) - r.off); got != body {
+		return syncErr("%s: chunk declares a %d-byte body, %d bytes follow", field, body, got)
+	}
+	return nil
+}
+
+// syncUvarintSize is the length of v's minimal LEB128 encoding.
+func syncUvarintSize[T int | uint64](v T) int {
+	n := 1
+	for x := uint64(v); x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+func syncHashesSize(hs []automerge.ChangeHash) int {
+	return syncUvarintSize(len(hs)) + len(hs)*syncHashLen
+}
+
+func appendSyncHashes(out []byte, hs []automerge.ChangeHash) []byte {
+	out = binary.AppendUvarint(out, uint64(len(hs)))
+	for _, h := range hs {
+		out = append(out, h[:]...)
+	}
+	return out
+}
+
+func appendSyncBytes(out, b []byte) []byte {
+	out = binary.AppendUvarint(out, uint64(len(b)))
+	return append(out, b...)
+}

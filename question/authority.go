@@ -1,0 +1,462 @@
+package question
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/persist"
+)
+
+// Member is who sends a command: a login and whether they may write.
+// Logins compare case-insensitively.
+type Member struct {
+	Login string
+	Write bool
+}
+
+// Options configures an Authority. Store and Doc are required; the rest
+// have working defaults.
+type Options struct {
+	// Store is where every command's effects are committed.
+	Store persist.Store
+	// Doc is the id of the document whose decisions this authority owns.
+	Doc string
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+	// NewID mints record, option and criterion ids; it must return ids
+	// matching ^[A-Za-z0-9_-]{1,64}$ and never repeat. nil uses random ids.
+	NewID func() string
+	// ImplementationActive reports whether an implementation of a decision
+	// is running, which freezes its definition. nil means never.
+	ImplementationActive func(decision string) bool
+	// CompactAfter is how many incremental draft chunks a decision
+	// accumulates before its CRDT document is compacted into one snapshot.
+	// Zero means 64.
+	CompactAfter int
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Authority owns the decisions of one document: it validates every
+// command, commits its effects to the Store and only then applies them in
+// memory and returns. It is not safe for concurrent use: the goroutine that
+// owns the document calls it.
+type Authority struct {
+	opts      Options
+	actor     crdt.ActorID
+	decisions map[string]*decision
+	byKey     map[string]string
+	order     []string // decision ids in creation order
+	broken    bool     // a commit failed; reload before the next command
+}
+
+type decision struct {
+	rec    *Record
+	doc    *crdt.Doc
+	state  *crdt.State // materialised doc, refreshed after each change
+	chunks int         // incremental chunks stored since the last snapshot
+}
+
+// NewAuthority loads a document's decisions from the store.
+func NewAuthority(ctx context.Context, opts Options) (*Authority, error) {
+	if opts.Store == nil {
+		return nil, fmt.Errorf("question: Options.Store is required")
+	}
+	if opts.Doc == "" {
+		return nil, fmt.Errorf("question: Options.Doc is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = randomID
+	}
+	if opts.ImplementationActive == nil {
+		opts.ImplementationActive = func(string) bool { return false }
+	}
+	if opts.CompactAfter <= 0 {
+		opts.CompactAfter = 64
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Authority{opts: opts}
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// load (re)reads everything from the store. A fresh actor id per load keeps
+// the authority's automerge sequence numbers unique across restarts.
+func (a *Authority) load(ctx context.Context) error {
+	sd, err := a.opts.Store.LoadDocument(ctx, a.opts.Doc)
+	if err != nil {
+		return fmt.Errorf("question: load document %q: %w", a.opts.Doc, err)
+	}
+	a.actor = crdt.NewActorID()
+	a.decisions = map[string]*decision{}
+	a.byKey = map[string]string{}
+	a.order = nil
+	bucket := "docs/" + a.opts.Doc
+	for id, raw := range sd.Records {
+		var rec Record
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return &persist.CorruptError{Bucket: bucket + "/records", Key: id, Err: err}
+		}
+		if rec.ID != id {
+			return &persist.CorruptError{Bucket: bucket + "/records", Key: id, Err: fmt.Errorf("record names id %q", rec.ID)}
+		}
+		draft, ok := sd.Drafts[id]
+		if !ok {
+			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: fmt.Errorf("no draft for record")}
+		}
+		doc, err := crdt.Load(draft.Snapshot, draft.Chunks, crdt.Options{Actor: a.actor, Now: a.opts.Now})
+		if err != nil {
+			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
+		}
+		st, err := doc.State()
+		if err != nil {
+			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
+		}
+		r := rec
+		a.decisions[id] = &decision{rec: &r, doc: doc, state: st, chunks: len(draft.Chunks)}
+		a.byKey[rec.Key] = id
+		a.order = append(a.order, id)
+	}
+	slices.SortFunc(a.order, func(x, y string) int {
+		rx, ry := a.decisions[x].rec, a.decisions[y].rec
+		if c := rx.CreatedAt.Compare(ry.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	})
+	a.broken = false
+	return nil
+}
+
+// Doc returns the id of the document this authority owns.
+func (a *Authority) Doc() string { return a.opts.Doc }
+
+// Record returns a copy of one decision's record.
+func (a *Authority) Record(id string) (Record, bool) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return Record{}, false
+	}
+	return cloneRecord(d.rec), true
+}
+
+// Records returns copies of every record, in creation order.
+func (a *Authority) Records() []Record {
+	out := make([]Record, 0, len(a.order))
+	for _, id := range a.order {
+		out = append(out, cloneRecord(a.decisions[id].rec))
+	}
+	return out
+}
+
+// Lookup returns the id of the decision created with a stable key.
+func (a *Authority) Lookup(key string) (string, bool) {
+	id, ok := a.byKey[key]
+	return id, ok
+}
+
+// Draft returns the accepted shared draft of a decision's current
+// generation, and the revision (heads) it is at.
+func (a *Authority) Draft(id string) (crdt.Draft, crdt.Heads, error) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return crdt.Draft{}, nil, refuse(NotFound, "no decision %q", id)
+	}
+	return d.state.Drafts[d.state.Generation], d.doc.Heads(), nil
+}
+
+// Save returns a decision's whole accepted CRDT document, for a replica to
+// load.
+func (a *Authority) Save(id string) ([]byte, error) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return nil, refuse(NotFound, "no decision %q", id)
+	}
+	return d.doc.Save(), nil
+}
+
+// ChangesSince returns the accepted changes of a decision after heads, for
+// a replica that holds heads to catch up.
+func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return nil, refuse(NotFound, "no decision %q", id)
+	}
+	return d.doc.ChangesSince(heads)
+}
+
+// NewSession starts a sync session with one peer over a decision's
+// document. Changes the peer sends must go through Sync, never straight to
+// the session.
+func (a *Authority) NewSession(id string) (*crdt.Session, error) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return nil, refuse(NotFound, "no decision %q", id)
+	}
+	return d.doc.NewSession(), nil
+}
+
+// txn gathers one command's effects: the records it changes (as copies),
+// the CRDT documents it touched (with their heads before, for rollback),
+// and the Write to commit.
+type txn struct {
+	a       *Authority
+	write   persist.Write
+	records map[string]*Record
+	created map[string]*decision
+	touched map[string]crdt.Heads
+	chunks  map[string]int
+}
+
+func (a *Authority) begin(ctx context.Context) (*txn, error) {
+	if a.broken {
+		if err := a.load(ctx); err != nil {
+			return nil, &Refusal{Reason: Unavailable, Message: "storage is unavailable", Err: err}
+		}
+	}
+	return &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
+		touched: map[string]crdt.Heads{}, chunks: map[string]int{}}, nil
+}
+
+// record returns the copy of a record this transaction changes.
+func (t *txn) record(id string) *Record {
+	if r, ok := t.records[id]; ok {
+		return r
+	}
+	if d, ok := t.created[id]; ok {
+		t.records[id] = d.rec
+		return d.rec
+	}
+	r := cloneRecord(t.a.decisions[id].rec)
+	t.records[id] = &r
+	return &r
+}
+
+func (t *txn) decision(id string) *decision {
+	if d, ok := t.created[id]; ok {
+		return d
+	}
+	return t.a.decisions[id]
+}
+
+// touch remembers a document's heads before this transaction changes it.
+func (t *txn) touch(id string) {
+	if _, ok := t.touched[id]; ok {
+		return
+	}
+	if _, ok := t.created[id]; ok {
+		return
+	}
+	t.touched[id] = t.a.decisions[id].doc.Heads()
+}
+
+// persistDraft adds the document's new changes since before to the Write,
+// or a verified snapshot when the chunk count reaches the threshold.
+func (t *txn) persistDraft(id string, before crdt.Heads) error {
+	d := t.decision(id)
+	n, ok := t.chunks[id]
+	if !ok {
+		n = d.chunks
+	}
+	if _, fresh := t.created[id]; fresh || n+1 >= t.a.opts.CompactAfter {
+		snap, err := d.doc.Snapshot()
+		if err != nil {
+			return err
+		}
+		t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: snap, Snapshot: true})
+		t.chunks[id] = 0
+		return nil
+	}
+	chunk, err := d.doc.ChangesSince(before)
+	if err != nil {
+		return err
+	}
+	if len(chunk) == 0 {
+		return nil
+	}
+	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
+	t.chunks[id] = n + 1
+	return nil
+}
+
+// abort undoes in-memory document changes of a refused command.
+func (t *txn) abort() {
+	for id, heads := range t.touched {
+		d := t.a.decisions[id]
+		if err := d.doc.Rollback(heads); err != nil {
+			// The document can no longer be trusted in memory; reload it.
+			t.a.broken = true
+			t.a.opts.Logger.Error("rollback failed; reloading", "doc", t.a.opts.Doc, "decision", id, "err", err)
+		}
+	}
+}
+
+// commit makes the transaction durable, then applies it in memory. If the
+// store fails, nothing is applied and the authority reloads from the store
+// before its next command.
+func (t *txn) commit(ctx context.Context) error {
+	for id, r := range t.records {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.abort()
+			return &Refusal{Reason: Unavailable, Message: "cannot encode record", Err: err}
+		}
+		t.write.Records = append(t.write.Records, persist.Put{Key: id, Value: raw})
+		t.write.Projections = append(t.write.Projections, persist.Put{Key: id, Value: RenderProjection(projectionOf(r))})
+	}
+	slices.SortFunc(t.write.Records, func(x, y persist.Put) int { return strings.Compare(x.Key, y.Key) })
+	slices.SortFunc(t.write.Projections, func(x, y persist.Put) int { return strings.Compare(x.Key, y.Key) })
+	if !t.write.Empty() {
+		if err := t.a.opts.Store.Commit(ctx, t.a.opts.Doc, &t.write); err != nil {
+			t.abort()
+			t.a.broken = true // memory may hold effects the store lacks
+			t.a.opts.Logger.Error("commit failed", "doc", t.a.opts.Doc, "err", err)
+			return &Refusal{Reason: Unavailable, Message: "the change could not be saved; nothing was applied", Err: err}
+		}
+	}
+	for id, d := range t.created {
+		t.a.decisions[id] = d
+		t.a.byKey[d.rec.Key] = id
+		t.a.order = append(t.a.order, id)
+	}
+	for id, r := range t.records {
+		t.a.decisions[id].rec = r
+	}
+	for id := range t.touched {
+		d := t.a.decisions[id]
+		st, err := d.doc.State()
+		if err != nil { // cannot happen: every change was checked
+			t.a.broken = true
+			continue
+		}
+		d.state = st
+	}
+	for id, n := range t.chunks {
+		t.a.decisions[id].chunks = n
+	}
+	return nil
+}
+
+func (t *txn) fail(r *Refusal) error {
+	t.abort()
+	return r
+}
+
+// lookup returns an existing decision or a not_found refusal.
+func (a *Authority) lookup(id string) (*decision, *Refusal) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return nil, refuse(NotFound, "no decision %q in this document", id)
+	}
+	return d, nil
+}
+
+func canWrite(who Member) *Refusal {
+	if !who.Write {
+		return refuse(Forbidden, "%s can read this document but not change it", nonEmpty(who.Login))
+	}
+	return nil
+}
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "this member"
+	}
+	return s
+}
+
+func randomID() string {
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("question: crypto/rand failed: %v", err))
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = alphabet[int(c)%len(alphabet)]
+	}
+	return string(out)
+}
+
+func cloneRecord(r *Record) Record {
+	c := *r
+	c.Definition = cloneDefinition(r.Definition)
+	if r.Answer != nil {
+		a := cloneAnswer(*r.Answer)
+		c.Answer = &a
+	}
+	c.History = make([]HistoryEntry, len(r.History))
+	for i, h := range r.History {
+		h.Answer = cloneAnswer(h.Answer)
+		c.History[i] = h
+	}
+	if len(r.History) == 0 {
+		c.History = nil
+	}
+	c.Passage = slices.Clone(r.Passage)
+	if r.Appended != nil {
+		c.Appended = make(map[string]Appended, len(r.Appended))
+		for k, v := range r.Appended {
+			c.Appended[k] = v
+		}
+	}
+	return c
+}
+
+func cloneDefinition(d Definition) Definition {
+	out := Definition{Questions: make([]Question, len(d.Questions))}
+	for i, q := range d.Questions {
+		q.Options = slices.Clone(q.Options)
+		q.Criteria = slices.Clone(q.Criteria)
+		out.Questions[i] = q
+	}
+	return out
+}
+
+func cloneAnswer(a Answer) Answer {
+	a.Answers = slices.Clone(a.Answers)
+	for i := range a.Answers {
+		a.Answers[i].Choices = slices.Clone(a.Answers[i].Choices)
+		a.Answers[i].Marks = a.Answers[i].Marks.Clone()
+	}
+	return a
+}
+
+// question returns a definition's question by id.
+func (d *Definition) question(id string) *Question {
+	for i := range d.Questions {
+		if d.Questions[i].ID == id {
+			return &d.Questions[i]
+		}
+	}
+	return nil
+}
+
+// shapes converts a definition into what the CRDT document holds of it.
+func shapeOf(q Question) crdt.QuestionShape {
+	s := crdt.QuestionShape{ID: q.ID, Written: q.Written(), Multiple: q.Multiple}
+	for _, o := range q.Options {
+		s.Options = append(s.Options, crdt.Item{ID: o.ID, Label: o.Label})
+	}
+	for _, c := range q.Criteria {
+		s.Criteria = append(s.Criteria, crdt.Item{ID: c.ID, Label: c.Label})
+	}
+	return s
+}
+
+var _ = marks.Key

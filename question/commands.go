@@ -1,0 +1,216 @@
+package question
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/accord-crdt/accord/crdt"
+)
+
+// CreateRequest asks for one decision card.
+type CreateRequest struct {
+	// Key is the caller's stable key: creating with a key seen before
+	// returns that card, whatever became of it.
+	Key        string
+	Origin     Origin
+	Definition Definition
+	// Revision is the document revision the creator read.
+	Revision string
+	// Passage holds related block addresses, primary first.
+	Passage []string
+}
+
+// Created is the outcome of one CreateRequest.
+type Created struct {
+	Record Record
+	// Repeated is true when the key named an existing card.
+	Repeated bool
+}
+
+// Create opens decisions: one card, or a batch of up to MaxBatch that
+// commits all or none. Records, drafts and projections commit before
+// Create returns, so nothing is announced before it is durable.
+func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest) ([]Created, error) {
+	if r := canWrite(who); r != nil {
+		return nil, r
+	}
+	if len(reqs) == 0 {
+		return nil, refuse(Invalid, "no decisions to open")
+	}
+	if len(reqs) > MaxBatch {
+		return nil, refuse(TooMany, "at most %d decisions open in one batch; got %d", MaxBatch, len(reqs))
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Created, len(reqs))
+	seen := map[string]bool{}
+	for i, req := range reqs {
+		req.Key = strings.TrimSpace(req.Key)
+		if req.Key == "" || len(req.Key) > MaxKeyLen {
+			return nil, t.fail(refuse(Invalid, "card %d needs a stable key of 1 to %d bytes", i+1, MaxKeyLen))
+		}
+		if seen[req.Key] {
+			return nil, t.fail(refuse(Invalid, "key %q is used twice in one batch", req.Key))
+		}
+		seen[req.Key] = true
+		if id, ok := a.byKey[req.Key]; ok {
+			out[i] = Created{Record: cloneRecord(a.decisions[id].rec), Repeated: true}
+			continue
+		}
+		switch req.Origin {
+		case FromPlanner, FromPerson, FromChat, FromWorkflow:
+		case "":
+			req.Origin = FromPerson
+		default:
+			return nil, t.fail(refuse(Invalid, "unknown origin %q", req.Origin))
+		}
+		if len(req.Passage) > MaxPassageBlocks {
+			return nil, t.fail(refuse(TooMany, "a passage names at most %d blocks", MaxPassageBlocks))
+		}
+		def, r := normalizeDefinition(req.Definition, a.opts.NewID)
+		if r != nil {
+			r.Message = "card " + itoa(i+1) + ": " + r.Message
+			return nil, t.fail(r)
+		}
+		id := a.opts.NewID()
+		if _, taken := a.decisions[id]; taken {
+			return nil, t.fail(refuse(Invalid, "id source repeated %q", id))
+		}
+		doc, err := crdt.New(crdt.Options{Actor: a.actor, Now: a.opts.Now})
+		if err == nil {
+			for _, q := range def.Questions {
+				if err = doc.AddQuestion(shapeOf(q)); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = doc.StartGeneration(1)
+		}
+		var st *crdt.State
+		if err == nil {
+			st, err = doc.State()
+		}
+		if err != nil {
+			return nil, t.fail(&Refusal{Reason: Invalid, Message: "cannot lay out the draft", Err: err})
+		}
+		rec := &Record{
+			ID: id, Key: req.Key, Origin: req.Origin, Status: Open, Definition: def, Generation: 1,
+			Revision: req.Revision, Passage: append([]string(nil), req.Passage...),
+			CreatedBy: who.Login, CreatedAt: a.opts.Now().UTC(),
+		}
+		t.created[id] = &decision{rec: rec, doc: doc, state: st}
+		t.records[id] = rec
+		if err := t.persistDraft(id, nil); err != nil {
+			return nil, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+		}
+		out[i] = Created{Record: cloneRecord(rec)}
+	}
+	if err := t.commit(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Edited is the outcome of an accepted draft edit.
+type Edited struct {
+	// Heads is the accepted draft's revision after the edit.
+	Heads crdt.Heads
+	// Changes holds the changes that were new to the authority, encoded
+	// once, to forward to every other replica.
+	Changes []byte
+	// Draft is the accepted draft of the current generation.
+	Draft crdt.Draft
+}
+
+// Edit applies a replica's changes (crdt.Doc.ChangesSince encoding) to a
+// decision's shared draft. They are checked first: an edit may change only
+// the current generation's draft; a mark must sit on a cell the definition
+// describes and be yes, partly, no or null; a choice must name an option;
+// a single-choice question holds one choice. A refused edit is not merged,
+// and its refusal carries Reset so the replica returns to the accepted
+// draft.
+func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []byte) (Edited, error) {
+	if r := canWrite(who); r != nil {
+		r.Reset = true
+		return Edited{}, r
+	}
+	d, r := a.lookup(id)
+	if r != nil {
+		return Edited{}, r
+	}
+	if d.rec.Status != Open {
+		return Edited{}, &Refusal{Reason: Resolved, Message: "the decision is " + string(d.rec.Status) + "; reopen it to change the answer", Reset: true}
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return Edited{}, err
+	}
+	d = a.decisions[id]
+	before := d.doc.Heads()
+	t.touch(id)
+	fresh, err := d.doc.ApplyChanges(changes)
+	if err != nil {
+		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})
+	}
+	if len(fresh) == 0 {
+		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
+	}
+	if r := a.checkEdit(d); r != nil {
+		return Edited{}, t.fail(r)
+	}
+	if err := t.persistDraft(id, before); err != nil {
+		return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+	}
+	newChanges, err := d.doc.ChangesSince(before)
+	if err != nil {
+		return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot encode the changes", Err: err})
+	}
+	if err := t.commit(ctx); err != nil {
+		return Edited{}, err
+	}
+	return Edited{Heads: d.doc.Heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation]}, nil
+}
+
+// checkEdit validates a document after a replica's changes were applied.
+func (a *Authority) checkEdit(d *decision) *Refusal {
+	st, err := d.doc.State()
+	if err != nil {
+		return &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
+	}
+	if !d.state.SameShape(st) {
+		return &Refusal{Reason: Invalid, Message: "an edit may change only the shared draft, not the definition", Reset: true}
+	}
+	for g, old := range d.state.Drafts {
+		if g != d.state.Generation && !old.Equal(st.Drafts[g]) {
+			return &Refusal{Reason: Stale, Message: "the edit was made to an earlier draft; the decision has been reopened since", Reset: true}
+		}
+	}
+	for _, q := range d.rec.Definition.Questions {
+		qd := st.Drafts[st.Generation].Questions[q.ID]
+		if q.Written() {
+			if n := utf8.RuneCountInString(qd.Text); n > MaxAnswerText {
+				return &Refusal{Reason: Invalid, Message: "the written answer is longer than the limit", Reset: true}
+			}
+		}
+	}
+	return nil
+}
+
+func editMessage(err error) string {
+	switch {
+	case errors.Is(err, crdt.ErrMissingDeps):
+		return "the edit depends on changes the server never accepted; sync from the accepted draft"
+	case errors.Is(err, crdt.ErrTooLarge):
+		return "the edit is too large"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "crdt: malformed input: "); i >= 0 {
+		msg = msg[i+len("crdt: malformed input: "):]
+	}
+	return "the edit is not a valid change of the draft: " + msg
+}

@@ -1,0 +1,416 @@
+package question
+
+import (
+	"context"
+	"strings"
+
+	"github.com/accord-crdt/accord/crdt"
+)
+
+// SubmitRequest saves one decision's displayed draft.
+type SubmitRequest struct {
+	ID string
+	// Heads is the draft revision the member's replica displays; the save
+	// is refused as stale unless the accepted draft is the same.
+	Heads crdt.Heads
+}
+
+// Submitted is the outcome of one SubmitRequest: the settled record, or the
+// refusal for that decision alone.
+type Submitted struct {
+	ID     string
+	Record Record
+	Err    error
+}
+
+// Submit saves the drafts of one or several decisions (the shared Save bar
+// submits every edited decision at once); each gets its own result. A save
+// claims the revision the member displays and is refused as stale if the
+// accepted draft differs from it; otherwise the marked cells, choices and
+// text are snapshotted into the answer, with who saved it and when. All
+// accepted saves commit together before Submit returns. The error is
+// non-nil only when nothing could be committed at all.
+func (a *Authority) Submit(ctx context.Context, who Member, reqs []SubmitRequest) ([]Submitted, error) {
+	if r := canWrite(who); r != nil {
+		return nil, r
+	}
+	if len(reqs) == 0 {
+		return nil, refuse(Invalid, "nothing to save")
+	}
+	if len(reqs) > len(a.decisions) && len(reqs) > MaxBatch {
+		return nil, refuse(TooMany, "too many decisions in one save")
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Submitted, len(reqs))
+	for i, req := range reqs {
+		out[i] = Submitted{ID: req.ID}
+		if r := a.submitOne(t, who, req); r != nil {
+			out[i].Err = r
+		}
+	}
+	if err := t.commit(ctx); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Err == nil {
+			out[i].Record, _ = a.Record(out[i].ID)
+		}
+	}
+	return out, nil
+}
+
+func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
+	d, r := a.lookup(req.ID)
+	if r != nil {
+		return r
+	}
+	rec := t.record(req.ID)
+	switch rec.Status {
+	case Settled:
+		if d.rec.Status == Open { // settled earlier in this same request
+			return refuse(Resolving, "the decision is already being saved in this request")
+		}
+		return refuse(Resolved, "the decision was already saved by %s; reopen it to change the answer", nonEmpty(rec.Answer.By))
+	case Discarded:
+		return refuse(Resolved, "the decision was discarded")
+	}
+	draft := d.state.Drafts[d.state.Generation]
+	if !req.Heads.Equal(d.doc.Heads()) {
+		if !d.doc.Has(req.Heads) {
+			return refuse(Stale, "your draft has edits the server has not accepted; wait for them to sync, then save again")
+		}
+		shown, err := d.doc.ForkAt(req.Heads, "")
+		if err != nil {
+			return refuse(Stale, "the displayed draft cannot be read; reload and save again")
+		}
+		st, err := shown.State()
+		if err != nil || st.Generation != d.state.Generation || !st.Drafts[st.Generation].Equal(draft) {
+			return refuse(Stale, "the shared draft changed since you last saw it; review it and save again")
+		}
+	}
+	ans := Answer{Generation: rec.Generation, By: who.Login, At: a.opts.Now().UTC()}
+	for _, q := range rec.Definition.Questions {
+		qd := draft.Questions[q.ID]
+		qa := QuestionAnswer{Question: q.ID}
+		if q.Written() {
+			qa.Text = qd.Text
+			if strings.TrimSpace(qd.Text) == "" {
+				return refuse(Invalid, "question %q has no written answer yet", q.ID)
+			}
+		} else {
+			qa.Choices = append([]string(nil), qd.Choices...)
+			qa.Marks = qd.Snapshot()
+			if len(qa.Choices) == 0 {
+				return refuse(Invalid, "question %q has no option chosen yet", q.ID)
+			}
+		}
+		ans.Answers = append(ans.Answers, qa)
+	}
+	rec.Status = Settled
+	rec.Answer = &ans
+	rec.Why, rec.WhyBy = "", ""
+	return nil
+}
+
+// Reopen returns a settled decision to open with a fresh, empty draft of a
+// new generation. The answer, its marks and its why move into the history;
+// the question and its context are unchanged.
+func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, error) {
+	if r := canWrite(who); r != nil {
+		return Record{}, r
+	}
+	d, r := a.lookup(id)
+	if r != nil {
+		return Record{}, r
+	}
+	switch d.rec.Status {
+	case Open:
+		return Record{}, refuse(NotSettled, "the decision is already open")
+	case Discarded:
+		return Record{}, refuse(Resolved, "the decision was discarded")
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return Record{}, err
+	}
+	d = a.decisions[id]
+	rec := t.record(id)
+	before := d.doc.Heads()
+	t.touch(id)
+	if err := d.doc.StartGeneration(rec.Generation + 1); err != nil {
+		return Record{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot start a fresh draft", Err: err})
+	}
+	rec.History = append(rec.History, HistoryEntry{
+		Answer: *rec.Answer, Why: rec.Why, WhyBy: rec.WhyBy,
+		ReopenedBy: who.Login, ReopenedAt: a.opts.Now().UTC(),
+	})
+	rec.Answer = nil
+	rec.Why, rec.WhyBy = "", ""
+	rec.Status = Open
+	rec.Generation++
+	if err := t.persistDraft(id, before); err != nil {
+		return Record{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+	}
+	if err := t.commit(ctx); err != nil {
+		return Record{}, err
+	}
+	return a.recordOrErr(id)
+}
+
+// Discard sets a decision aside, keeping its history. Discarding a
+// discarded decision returns it unchanged.
+func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record, error) {
+	if r := canWrite(who); r != nil {
+		return Record{}, r
+	}
+	d, r := a.lookup(id)
+	if r != nil {
+		return Record{}, r
+	}
+	if d.rec.Status == Discarded {
+		return cloneRecord(d.rec), nil
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := t.record(id)
+	rec.Status = Discarded
+	rec.DiscardedBy = who.Login
+	rec.DiscardedAt = a.opts.Now().UTC()
+	if err := t.commit(ctx); err != nil {
+		return Record{}, err
+	}
+	return a.recordOrErr(id)
+}
+
+// AppendRequest appends an option or a criterion to a question.
+type AppendRequest struct {
+	ID       string // decision
+	Question string
+	// Key is the idempotency token: repeating it returns what it minted.
+	Key   string
+	Label string
+}
+
+// AppendResult is an accepted append.
+type AppendResult struct {
+	// Item is the option or criterion (ID and Label).
+	Item       Option
+	Definition Definition
+	// Repeated is true when the key had already been used.
+	Repeated bool
+}
+
+// AppendOption appends an option to a choice question while the decision
+// is open. See AppendCriterion for the rules, which are shared.
+func (a *Authority) AppendOption(ctx context.Context, who Member, req AppendRequest) (AppendResult, error) {
+	return a.appendItem(ctx, who, req, "option")
+}
+
+// AppendCriterion appends a criterion to a choice question while the
+// decision is open: at most MaxCriteria, labels of 1 to MaxLabel
+// characters, unique case-insensitively; the id is minted here. A key used
+// before returns the same criterion with Repeated set. Refusal reasons:
+// invalid, duplicate, full, resolved, resolving, implementation. The
+// definition, record, draft document and projection commit together.
+func (a *Authority) AppendCriterion(ctx context.Context, who Member, req AppendRequest) (AppendResult, error) {
+	return a.appendItem(ctx, who, req, "criterion")
+}
+
+func (a *Authority) appendItem(ctx context.Context, who Member, req AppendRequest, kind string) (AppendResult, error) {
+	if r := canWrite(who); r != nil {
+		return AppendResult{}, r
+	}
+	d, r := a.lookup(req.ID)
+	if r != nil {
+		return AppendResult{}, r
+	}
+	req.Key = strings.TrimSpace(req.Key)
+	if req.Key == "" || len(req.Key) > MaxKeyLen {
+		return AppendResult{}, refuse(Invalid, "an append needs an idempotency key of 1 to %d bytes", MaxKeyLen)
+	}
+	if prev, ok := d.rec.Appended[req.Key]; ok {
+		if prev.Kind != kind || prev.Question != req.Question {
+			return AppendResult{}, refuse(Invalid, "key %q was already used for a %s of question %q", req.Key, prev.Kind, prev.Question)
+		}
+		q := d.rec.Definition.question(prev.Question)
+		for _, it := range itemsOf(q, kind) {
+			if it.ID == prev.ID {
+				return AppendResult{Item: it, Definition: cloneDefinition(d.rec.Definition), Repeated: true}, nil
+			}
+		}
+		return AppendResult{}, refuse(Invalid, "key %q names a missing %s", req.Key, kind)
+	}
+	if a.opts.ImplementationActive(req.ID) {
+		return AppendResult{}, refuse(Implementation, "an implementation of this decision is running; its definition is frozen")
+	}
+	switch d.rec.Status {
+	case Settled:
+		return AppendResult{}, refuse(Resolved, "the decision is settled; reopen it to add a %s", kind)
+	case Discarded:
+		return AppendResult{}, refuse(Resolved, "the decision was discarded")
+	}
+	q := d.rec.Definition.question(req.Question)
+	if q == nil {
+		return AppendResult{}, refuse(NotFound, "no question %q in this decision", req.Question)
+	}
+	if q.Written() {
+		return AppendResult{}, refuse(Invalid, "question %q takes a written answer; it has no %s", q.ID, plural(kind))
+	}
+	if kind == "criterion" && q.Verbatim {
+		return AppendResult{}, refuse(Invalid, "a verbatim question has no criteria")
+	}
+	label := strings.TrimSpace(req.Label)
+	max, limit := MaxOptionLabel, MaxOptions
+	if kind == "criterion" {
+		max, limit = MaxLabel, MaxCriteria
+	}
+	if r := checkLabel(kind, label, max); r != nil {
+		return AppendResult{}, r
+	}
+	items := itemsOf(q, kind)
+	for _, it := range items {
+		if strings.EqualFold(it.Label, label) {
+			return AppendResult{}, refuse(Duplicate, "question %q already has the %s %q", q.ID, kind, it.Label)
+		}
+	}
+	if len(items) >= limit {
+		return AppendResult{}, refuse(Full, "question %q already has %d %s, the most it can hold", q.ID, limit, plural(kind))
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	d = a.decisions[req.ID]
+	rec := t.record(req.ID)
+	item := Option{ID: a.opts.NewID(), Label: label}
+	before := d.doc.Heads()
+	t.touch(req.ID)
+	add := d.doc.AppendOption
+	if kind == "criterion" {
+		add = d.doc.AppendCriterion
+	}
+	if _, _, err := add(req.Question, req.Key, crdt.Item{ID: item.ID, Label: item.Label}); err != nil {
+		return AppendResult{}, t.fail(&Refusal{Reason: Invalid, Message: "cannot append the " + kind, Err: err})
+	}
+	rq := rec.Definition.question(req.Question)
+	if kind == "criterion" {
+		rq.Criteria = append(rq.Criteria, Criterion(item))
+	} else {
+		rq.Options = append(rq.Options, item)
+	}
+	if rec.Appended == nil {
+		rec.Appended = map[string]Appended{}
+	}
+	rec.Appended[req.Key] = Appended{Kind: kind, Question: req.Question, ID: item.ID}
+	if err := t.persistDraft(req.ID, before); err != nil {
+		return AppendResult{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+	}
+	if err := t.commit(ctx); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{Item: item, Definition: cloneDefinition(a.decisions[req.ID].rec.Definition)}, nil
+}
+
+func itemsOf(q *Question, kind string) []Option {
+	if q == nil {
+		return nil
+	}
+	if kind == "criterion" {
+		out := make([]Option, len(q.Criteria))
+		for i, c := range q.Criteria {
+			out[i] = Option(c)
+		}
+		return out
+	}
+	return q.Options
+}
+
+func plural(kind string) string {
+	if kind == "criterion" {
+		return "criteria"
+	}
+	return "options"
+}
+
+// SetWhy sets, replaces or (with empty text) clears the why of a settled
+// decision: one plain sentence of at most MaxWhy characters. The member is
+// recorded as WhyBy, also when clearing, so a later drafted why never
+// replaces a person's words or their clearing.
+func (a *Authority) SetWhy(ctx context.Context, who Member, id, text string) (Record, error) {
+	if r := canWrite(who); r != nil {
+		return Record{}, r
+	}
+	d, r := a.lookup(id)
+	if r != nil {
+		return Record{}, r
+	}
+	if d.rec.Status != Settled {
+		return Record{}, refuse(NotSettled, "only a settled decision has a why")
+	}
+	text = strings.TrimSpace(text)
+	if text != "" {
+		if r := checkWhy(text); r != nil {
+			return Record{}, r
+		}
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := t.record(id)
+	rec.Why, rec.WhyBy = text, who.Login
+	if err := t.commit(ctx); err != nil {
+		return Record{}, err
+	}
+	return a.recordOrErr(id)
+}
+
+// ChildChannel returns the deterministic channel id of a decision's page.
+func ChildChannel(id string) string { return "question:" + id }
+
+// Expand turns a decision into its own child document. ensure must create
+// the channel (idempotently) in the host; only after it returns nil is
+// childId recorded, so a retry or a second member reaches the same page.
+// Decisions of a child document cannot open as pages.
+func (a *Authority) Expand(ctx context.Context, who Member, id string, ensure func(ctx context.Context, channel string) error) (Record, error) {
+	if r := canWrite(who); r != nil {
+		return Record{}, r
+	}
+	d, r := a.lookup(id)
+	if r != nil {
+		return Record{}, r
+	}
+	if strings.HasPrefix(a.opts.Doc, "question:") {
+		return Record{}, refuse(Invalid, "a page's own decisions cannot open as pages")
+	}
+	channel := ChildChannel(id)
+	if d.rec.ChildID == channel {
+		return cloneRecord(d.rec), nil
+	}
+	if err := ensure(ctx, channel); err != nil {
+		return Record{}, &Refusal{Reason: Unavailable, Message: "the page could not be created", Err: err}
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := t.record(id)
+	rec.ChildID = channel
+	if err := t.commit(ctx); err != nil {
+		return Record{}, err
+	}
+	return a.recordOrErr(id)
+}
+
+func (a *Authority) recordOrErr(id string) (Record, error) {
+	r, ok := a.Record(id)
+	if !ok {
+		return Record{}, refuse(NotFound, "no decision %q", id)
+	}
+	return r, nil
+}
