@@ -77,14 +77,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketDocs)
-		if errors.Is(err, berrors.ErrIncompatibleValue) {
-			return corrupt("", bucketDocs, ErrNotBucket)
-		}
-		return err
-	})
-	if err != nil {
+	if err := createDocsBucket(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
@@ -99,6 +92,25 @@ func Open(path string, opts *Options) (*Store, error) {
 		maxBatchDelay: o.MaxBatchDelay,
 		queue:         commitQueue{full: make(chan struct{}, 1)},
 	}, nil
+}
+
+// createDocsBucket creates the top-level bucket in a new file. It reads
+// first, so that opening an existing file commits (and fsyncs) nothing.
+func createDocsBucket(db *bolt.DB) error {
+	exists := false
+	if err := db.View(func(tx *bolt.Tx) error {
+		exists = tx.Bucket(bucketDocs) != nil
+		return nil
+	}); err != nil || exists {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketDocs)
+		if errors.Is(err, berrors.ErrIncompatibleValue) {
+			return corrupt("", bucketDocs, ErrNotBucket)
+		}
+		return err
+	})
 }
 
 // Path returns the file the store was opened on.

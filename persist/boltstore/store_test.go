@@ -65,14 +65,6 @@ func TestStore(t *testing.T) {
 	}, storetest.Options{Reopen: reopen})
 }
 
-// TestStoreBatchDelay runs the suite with a batch delay, which exercises the
-// waiting path of group commit.
-func TestStoreBatchDelay(t *testing.T) {
-	storetest.RunWithOptions(t, func(t *testing.T) persist.Store {
-		return openTemp(t, &boltstore.Options{MaxBatchDelay: 200 * time.Microsecond, MaxBatchSize: 4})
-	}, storetest.Options{Checks: 20})
-}
-
 func TestOpenMissingDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "accord.db")
 	s, err := boltstore.Open(path, nil)
@@ -135,29 +127,50 @@ func TestCommitLimits(t *testing.T) {
 	}
 }
 
-// TestGroupCommit checks that concurrent commits share transactions.
+// TestGroupCommit checks that concurrent commits share transactions, with
+// and without a batch delay.
 func TestGroupCommit(t *testing.T) {
-	s := openTemp(t, nil)
-	const writers, each = 16, 25
-	var wg sync.WaitGroup
-	for g := range writers {
-		wg.Go(func() {
-			for i := range each {
-				w := &persist.Write{Drafts: []persist.DraftPut{{Decision: "d", Chunk: []byte{byte(g), byte(i)}}}}
-				if err := s.Commit(context.Background(), "doc", w); err != nil {
-					t.Errorf("Commit: %v", err)
-					return
-				}
+	for _, tc := range []struct {
+		name string
+		opts *boltstore.Options
+	}{
+		{"default", nil},
+		{"delay", &boltstore.Options{MaxBatchDelay: 500 * time.Microsecond, MaxBatchSize: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t, tc.opts)
+			const writers, each = 16, 25
+			var wg sync.WaitGroup
+			for g := range writers {
+				wg.Go(func() {
+					for i := range each {
+						w := &persist.Write{Drafts: []persist.DraftPut{{Decision: "d", Chunk: []byte{byte(g), byte(i)}}}}
+						if err := s.Commit(context.Background(), "doc", w); err != nil {
+							t.Errorf("Commit: %v", err)
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
+			st := s.Stats()
+			if st.Commits != writers*each {
+				t.Fatalf("Stats.Commits = %d, want %d", st.Commits, writers*each)
+			}
+			if st.Transactions >= st.Commits {
+				t.Errorf("%d commits took %d transactions; want fewer", st.Commits, st.Transactions)
+			}
+			if tc.opts != nil && st.Transactions*uint64(tc.opts.MaxBatchSize) < st.Commits {
+				t.Errorf("%d commits in %d transactions exceed MaxBatchSize %d", st.Commits, st.Transactions, tc.opts.MaxBatchSize)
+			}
+			d, err := s.LoadDocument(context.Background(), "doc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(d.Drafts["d"].Chunks); n != writers*each {
+				t.Errorf("%d chunks, want %d", n, writers*each)
+			}
+			t.Logf("%d commits in %d transactions", st.Commits, st.Transactions)
 		})
 	}
-	wg.Wait()
-	st := s.Stats()
-	if st.Commits != writers*each {
-		t.Fatalf("Stats.Commits = %d, want %d", st.Commits, writers*each)
-	}
-	if st.Transactions >= st.Commits {
-		t.Errorf("%d commits took %d transactions; want fewer", st.Commits, st.Transactions)
-	}
-	t.Logf("%d commits in %d transactions", st.Commits, st.Transactions)
 }
