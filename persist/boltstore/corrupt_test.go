@@ -173,6 +173,10 @@ func TestCorruptLayout(t *testing.T) {
 			case "dec", "d1", "records", "drafts", "a1":
 				checkCorrupt("Commit touching the damage", s.Commit(ctx, "d1", w))
 			}
+			if tc.key == "dec" {
+				snap := &persist.Write{Drafts: []persist.DraftPut{{Decision: "dec", Chunk: []byte("s"), Snapshot: true}}}
+				checkCorrupt("Commit of a snapshot over the damage", s.Commit(ctx, "d1", snap))
+			}
 
 			// The healthy document is untouched and still writable.
 			d, err := s.LoadDocument(ctx, "d0")

@@ -1,0 +1,214 @@
+package wire
+
+import (
+	"github.com/accord-crdt/accord/question"
+)
+
+// Version is the protocol version a hello carries and a welcome confirms.
+const Version = 1
+
+// Kinds of frames.
+const (
+	// Handshake.
+	KindHello   = "hello"
+	KindWelcome = "welcome"
+	KindError   = "error"
+
+	// Requests (client → server). Replies carry the same kind and the
+	// request's rid.
+	KindCreate    = "question:create"
+	KindEdit      = "question:edit"
+	KindSubmit    = "question:submit"
+	KindReopen    = "question:reopen"
+	KindDiscard   = "question:discard"
+	KindOption    = "question:option"
+	KindCriterion = "question:criterion"
+	KindWhy       = "question:why"
+	KindExpand    = "question:expand"
+
+	// Both directions: automerge sync traffic for catch-up.
+	KindSync = "question:sync"
+
+	// Server → client.
+	KindDoc            = "question:doc"     // a decision's whole accepted document
+	KindChanges        = "question:changes" // accepted changes, encoded once for every peer in step
+	KindCreated        = "question:created"
+	KindMeta           = "question:meta"
+	KindResolved       = "question:resolved"
+	KindReopened       = "question:reopened"
+	KindDiscarded      = "question:discarded"
+	KindOptionAdded    = "question:option-added"
+	KindCriterionAdded = "question:criterion-added"
+)
+
+// Message is any frame of the protocol.
+type Message interface {
+	// FrameKind returns the frame's kind.
+	FrameKind() string
+}
+
+// Header is the part every frame shares.
+type Header struct {
+	Kind string `json:"kind"`
+	// RID correlates a request with its reply.
+	RID string `json:"rid,omitempty"`
+}
+
+// FrameKind implements Message.
+func (h Header) FrameKind() string { return h.Kind }
+
+// Hello opens a connection. Have lists the decisions the client already
+// holds with the heads it holds them at, so the server sends only what is
+// missing.
+type Hello struct {
+	Header
+	V    int                 `json:"v"`
+	Have map[string][]string `json:"have,omitempty"`
+}
+
+// Welcome answers Hello: the member as the server knows them and every
+// decision record of the document. The decisions' documents follow as Doc
+// or Changes frames.
+type Welcome struct {
+	Header
+	V       int               `json:"v"`
+	Doc     string            `json:"doc"`
+	Member  string            `json:"member"`
+	Write   bool              `json:"write"`
+	Records []question.Record `json:"records"`
+}
+
+// Error reports a frame the server could not read, or a protocol fault.
+type Error struct {
+	Header
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Create asks for one or more decision cards (1 to 10, all or none).
+type Create struct {
+	Header
+	Cards []Card `json:"cards"`
+}
+
+// Card is one decision to create.
+type Card struct {
+	Key        string              `json:"key"`
+	Origin     question.Origin     `json:"origin,omitempty"`
+	Definition question.Definition `json:"definition"`
+	Revision   string              `json:"revision,omitempty"`
+	Passage    []string            `json:"passage,omitempty"`
+}
+
+// Edit carries a replica's new changes to a decision's shared draft
+// (crdt.Doc.ChangesSince encoding).
+type Edit struct {
+	Header
+	ID      string `json:"id"`
+	Changes []byte `json:"changes"`
+}
+
+// Submit saves one or several decisions; Heads is each displayed revision.
+type Submit struct {
+	Header
+	Items []SubmitItem `json:"items"`
+}
+
+// SubmitItem is one decision of a Submit.
+type SubmitItem struct {
+	ID    string   `json:"id"`
+	Heads []string `json:"heads"`
+}
+
+// Target names one decision: reopen, discard and expand take only this.
+type Target struct {
+	Header
+	ID string `json:"id"`
+}
+
+// Append asks for a new option (question:option) or criterion
+// (question:criterion). Key is the idempotency token.
+type Append struct {
+	Header
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Key      string `json:"key"`
+	Label    string `json:"label"`
+}
+
+// Why sets, replaces or (empty text) clears a settled decision's why.
+type Why struct {
+	Header
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// Sync carries one automerge sync message for a decision.
+type Sync struct {
+	Header
+	ID  string `json:"id"`
+	Msg []byte `json:"msg"`
+}
+
+// Reply answers a request: Kind and RID echo it. OK false carries the
+// refusal's Reason and Message; Reset asks the client to return its
+// replica to the accepted draft, which Doc then holds.
+type Reply struct {
+	Header
+	ID      string          `json:"id,omitempty"`
+	OK      bool            `json:"ok"`
+	Reason  question.Reason `json:"reason,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Reset   bool            `json:"reset,omitempty"`
+
+	Heads      []string             `json:"heads,omitempty"`
+	Record     *question.Record     `json:"record,omitempty"`
+	Records    []question.Record    `json:"records,omitempty"`
+	Results    []SubmitResult       `json:"results,omitempty"`
+	Option     *question.Option     `json:"option,omitempty"`
+	Criterion  *question.Criterion  `json:"criterion,omitempty"`
+	Definition *question.Definition `json:"definition,omitempty"`
+	Repeated   bool                 `json:"repeated,omitempty"`
+	Doc        []byte               `json:"doc,omitempty"`
+}
+
+// SubmitResult is one decision's outcome within a Submit reply.
+type SubmitResult struct {
+	ID      string           `json:"id"`
+	OK      bool             `json:"ok"`
+	Reason  question.Reason  `json:"reason,omitempty"`
+	Message string           `json:"message,omitempty"`
+	Record  *question.Record `json:"record,omitempty"`
+}
+
+// Doc carries a decision's whole accepted CRDT document.
+type Doc struct {
+	Header
+	ID    string   `json:"id"`
+	Doc   []byte   `json:"doc"`
+	Heads []string `json:"heads"`
+}
+
+// Changes carries changes the authority accepted, with the heads after
+// them; a replica holding every dependency applies them directly.
+type Changes struct {
+	Header
+	ID      string   `json:"id"`
+	Changes []byte   `json:"changes"`
+	Heads   []string `json:"heads"`
+	By      string   `json:"by,omitempty"`
+}
+
+// Event announces a committed change of a record: created, meta,
+// resolved, reopened, discarded, option-added and criterion-added.
+type Event struct {
+	Header
+	ID         string               `json:"id"`
+	Record     *question.Record     `json:"record,omitempty"`
+	Answer     *question.Answer     `json:"answer,omitempty"`
+	Question   string               `json:"question,omitempty"`
+	Option     *question.Option     `json:"option,omitempty"`
+	Criterion  *question.Criterion  `json:"criterion,omitempty"`
+	Definition *question.Definition `json:"definition,omitempty"`
+	By         string               `json:"by,omitempty"`
+}
