@@ -326,14 +326,24 @@ func (d *Doc) Rollback(heads Heads) error {
 	return nil
 }
 
-// commit closes the pending automerge transaction as one change.
+// commit closes the pending automerge transaction as one change. An edit
+// that changed nothing (automerge skips writing a register the value it
+// already holds, and a splice that neither deletes nor inserts) leaves no
+// pending operation; that is success with no change, not an error.
 func (d *Doc) commit(msg string) error {
 	t := d.now()
 	if _, err := d.am.Commit(msg, automerge.CommitOptions{Time: &t}); err != nil {
+		if err.Error() == errEmptyCommit {
+			return nil
+		}
 		return amError("commit", err)
 	}
 	return nil
 }
+
+// errEmptyCommit is the text of the error automerge-go's Commit returns
+// when there were no pending operations; it has no sentinel to test for.
+const errEmptyCommit = "Commit is empty"
 
 func genKey(g uint64) string { return strconv.FormatUint(g, 10) }
 
@@ -439,6 +449,10 @@ func (d *Doc) appendItem(list, question, key string, it Item) (Item, bool, error
 	if err := marks.CheckID(it.ID); err != nil {
 		return Item{}, false, errorf(ErrInvalid, "item id: %v", err)
 	}
+	if hasItem(st.Questions[question].items(kindOf(list)), it.ID) {
+		// A second item with the same id would make the document unreadable.
+		return Item{}, false, errorf(ErrInvalid, "question %q already has %s %q", question, kindOf(list), it.ID)
+	}
 	q, _ := d.question(question)
 	v, err := q.Get(list)
 	if err != nil || v.Kind() != automerge.KindList {
@@ -447,10 +461,7 @@ func (d *Doc) appendItem(list, question, key string, it Item) (Item, bool, error
 	if err := appendItem(v.List(), it); err != nil {
 		return Item{}, false, err
 	}
-	kind := "option"
-	if list == "criteria" {
-		kind = "criterion"
-	}
+	kind := kindOf(list)
 	entry := automerge.NewMap()
 	if err := d.am.Path("appended").Map().Set(key, entry); err != nil {
 		return Item{}, false, amError("append", err)
@@ -461,6 +472,14 @@ func (d *Doc) appendItem(list, question, key string, it Item) (Item, bool, error
 		}
 	}
 	return it, false, d.commit(kind + " " + it.ID)
+}
+
+// kindOf names the items of an item list: "option" or "criterion".
+func kindOf(list string) string {
+	if list == "criteria" {
+		return "criterion"
+	}
+	return "option"
 }
 
 // StartGeneration makes generation g current and lays out its empty draft

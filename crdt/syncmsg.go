@@ -43,9 +43,13 @@ package crdt
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/automerge/automerge-go"
 )
@@ -396,6 +400,161 @@ func validateSyncChange(field string, c []byte) error {
 		return syncErr("%s: chunk declares a %d-byte body, %d bytes follow", field, body, got)
 	}
 	return nil
+}
+
+// MaxOutOfOrderChanges caps how many changes of one message CheckSyncChanges
+// lets arrive before their dependencies. automerge sends changes in history
+// order except for explicitly requested ones, so real messages have few;
+// automerge retries held-back changes with a quadratic scan.
+const MaxOutOfOrderChanges = 1024
+
+// CheckSyncChanges checks changes (as in SyncMessage.Changes, or any list
+// of single change chunks) against doc, the document they are about to be
+// applied to, for what no stateless parser can see. It returns an error
+// wrapping ErrMalformedSync unless applying them leaves doc sound.
+//
+// automerge 0.5 records each change under its actor with the sequence number
+// the change claims, and later slices that actor's list of changes at that
+// number when it computes changes since some heads (in GenerateMessage,
+// SaveIncremental, ...). A change that skips sequence numbers, say an
+// actor's first change claiming seq 3, is applied without complaint and then
+// panics the process on the next GenerateMessage ("range start index 3 out
+// of range for slice of length 1"), and on every one after: the document is
+// poisoned. automerge only refuses a sequence number already used.
+//
+// So CheckSyncChanges replays automerge 0.5's apply order (message order
+// for changes whose dependencies are present, then repeatedly the first
+// held-back change that became ready, swap-removed from the queue as
+// automerge does) and requires every change to carry exactly the next
+// sequence number of its actor when it is applied. It also refuses changes
+// whose dependencies are neither in doc nor in changes: automerge would park
+// them and apply them in some later call without any sequence check.
+//
+// It reads the hash and actor of every change in doc (a few microseconds
+// each), so call it only for messages that carry changes.
+func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	type change struct {
+		hash  automerge.ChangeHash
+		deps  []automerge.ChangeHash
+		actor string
+		seq   uint64
+	}
+	parsed := make([]change, len(changes))
+	for i, c := range changes {
+		field := fmt.Sprintf("changes[%d]", i)
+		if err := validateSyncChange(field, c); err != nil {
+			return err
+		}
+		deps, actor, seq, err := syncChangeHeader(field, c)
+		if err != nil {
+			return err
+		}
+		// A change's hash is SHA-256 over its chunk type, body length and
+		// body, i.e. everything after the magic and checksum.
+		parsed[i] = change{sha256.Sum256(c[8:]), deps, hex.EncodeToString(actor), seq}
+	}
+
+	have, err := doc.Changes()
+	if err != nil {
+		return fmt.Errorf("crdt: reading document changes: %w", err)
+	}
+	applied := make(map[automerge.ChangeHash]bool, len(have)+len(parsed))
+	count := make(map[string]uint64)
+	for _, c := range have {
+		applied[c.Hash()] = true
+		count[c.ActorID()]++
+	}
+
+	missingDep := func(c *change) (automerge.ChangeHash, bool) {
+		for _, d := range c.deps {
+			if !applied[d] {
+				return d, true
+			}
+		}
+		return automerge.ChangeHash{}, false
+	}
+	ready := func(c *change) bool {
+		_, missing := missingDep(c)
+		return !missing
+	}
+	apply := func(i int) error {
+		c := &parsed[i]
+		if c.seq != count[c.actor]+1 {
+			return syncErr("changes[%d]: actor %s seq %d applied after %d changes of that actor",
+				i, c.actor, c.seq, count[c.actor])
+		}
+		count[c.actor]++
+		applied[c.hash] = true
+		return nil
+	}
+
+	var queue []int
+	for i := range parsed {
+		c := &parsed[i]
+		if applied[c.hash] {
+			continue
+		}
+		if c.seq <= count[c.actor] {
+			// automerge refuses this one itself, but only after applying
+			// the changes before it; refusing the message is cleaner.
+			return syncErr("changes[%d]: actor %s seq %d already used", i, c.actor, c.seq)
+		}
+		if !ready(c) {
+			if len(queue) == MaxOutOfOrderChanges {
+				return syncErr("more than %d changes arrive before their dependencies", MaxOutOfOrderChanges)
+			}
+			queue = append(queue, i)
+			continue
+		}
+		if err := apply(i); err != nil {
+			return err
+		}
+	}
+	for len(queue) > 0 {
+		j := slices.IndexFunc(queue, func(i int) bool { return ready(&parsed[i]) })
+		if j < 0 {
+			d, _ := missingDep(&parsed[queue[0]])
+			return syncErr("changes[%d]: depends on unknown change %s", queue[0], d)
+		}
+		i := queue[j]
+		queue[j] = queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if !applied[parsed[i].hash] {
+			if err := apply(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// syncChangeHeader reads the first fields of a change body, which
+// validateSyncChange has found to be a well-framed change chunk: its
+// dependencies, actor and sequence number.
+func syncChangeHeader(field string, c []byte) (deps []automerge.ChangeHash, actor []byte, seq uint64, err error) {
+	r := &syncReader{b: c, off: 9}
+	if _, err = r.uvarint(field+" body length", MaxChangeBytes); err != nil {
+		return nil, nil, 0, err
+	}
+	n, err := r.count(field+" deps", MaxChangeBytes, syncHashLen)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	deps = make([]automerge.ChangeHash, n)
+	for i := range deps {
+		copy(deps[i][:], r.take(syncHashLen))
+	}
+	if n, err = r.count(field+" actor length", MaxChangeBytes, 1); err != nil {
+		return nil, nil, 0, err
+	}
+	actor = r.take(n)
+	if seq, err = r.uvarint(field+" seq", math.MaxUint64); err != nil {
+		return nil, nil, 0, err
+	}
+	return deps, actor, seq, nil
 }
 
 // syncUvarintSize is the length of v's minimal LEB128 encoding.

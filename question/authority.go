@@ -143,6 +143,11 @@ func (a *Authority) load(ctx context.Context) error {
 	return nil
 }
 
+// Reload drops the in-memory state and reads the document again from the
+// store. A driver that pipelines commits calls it when a commit it deferred
+// fails, so memory never holds what the store lacks.
+func (a *Authority) Reload(ctx context.Context) error { return a.load(ctx) }
+
 // Doc returns the id of the document this authority owns.
 func (a *Authority) Doc() string { return a.opts.Doc }
 

@@ -53,7 +53,6 @@ func BenchmarkCommitSerial(b *testing.B) {
 	for i := range writes {
 		writes[i] = benchWrite(i)
 	}
-	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if err := s.Commit(ctx, "doc", writes[i%len(writes)]); err != nil {
 			b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -103,8 +104,10 @@ func TestCorruptLayout(t *testing.T) {
 			err:    boltstore.ErrNotValue,
 		},
 		{
-			name:   "chunk is a bucket",
-			damage: func(t *testing.T, tx *bolt.Tx) { bucketAt(t, tx, "docs", "d1", "drafts", "dec", "\x00\x00\x00\x00\x00\x00\x00\x01") },
+			name: "chunk is a bucket",
+			damage: func(t *testing.T, tx *bolt.Tx) {
+				bucketAt(t, tx, "docs", "d1", "drafts", "dec", "\x00\x00\x00\x00\x00\x00\x00\x01")
+			},
 			bucket: "docs/d1/drafts/dec",
 			key:    "\x00\x00\x00\x00\x00\x00\x00\x01",
 			err:    boltstore.ErrNotValue,
@@ -207,7 +210,7 @@ func TestCorruptWriteInGroup(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := boltstore.Open(path, &boltstore.Options{MaxBatchDelay: 20e6}) // 20ms: the Writes below share a group
+	s, err := boltstore.Open(path, &boltstore.Options{MaxBatchDelay: 20 * time.Millisecond}) // so the Writes below share a group
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 
 // Store is a persist.Store in one bbolt file. It is safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
-	log *slog.Logger
+	db   *bolt.DB
+	path string
+	log  *slog.Logger
 
 	maxBatchSize  int
 	maxBatchDelay time.Duration
@@ -87,6 +88,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	logger.Debug("boltstore: opened", "path", path)
 	return &Store{
 		db:            db,
+		path:          path,
 		log:           logger,
 		maxBatchSize:  o.MaxBatchSize,
 		maxBatchDelay: o.MaxBatchDelay,
@@ -113,8 +115,8 @@ func createDocsBucket(db *bolt.DB) error {
 	})
 }
 
-// Path returns the file the store was opened on.
-func (s *Store) Path() string { return s.db.Path() }
+// Path returns the file the store was opened on, also after Close.
+func (s *Store) Path() string { return s.path }
 
 // LoadDocument returns everything stored for doc, read in one bbolt read
 // transaction, so it never sees part of a Write. A stored structure that
@@ -222,8 +224,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("boltstore: close %s: %w", s.db.Path(), err)
+		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}
-	s.log.Debug("boltstore: closed", "path", s.db.Path())
+	s.log.Debug("boltstore: closed", "path", s.path)
 	return nil
 }

@@ -49,7 +49,7 @@ func checkFile(t *testing.T, path string) {
 func reopen(t *testing.T, s persist.Store) persist.Store {
 	t.Helper()
 	path := s.(*boltstore.Store).Path()
-	if err := s.Close(); err != nil {
+	if err := s.Close(); err != nil && !errors.Is(err, persist.ErrClosed) {
 		t.Fatalf("Close: %v", err)
 	}
 	s2, err := boltstore.Open(path, nil)

@@ -20,9 +20,10 @@ const DefaultChecks = 200
 // Options configure RunWithOptions. The zero value runs every test that
 // needs nothing beyond open.
 type Options struct {
-	// Reopen, if set, closes s and opens the same storage again, returning
-	// the new Store. The property test then interleaves reopens with
-	// commits and checks that everything acknowledged survived.
+	// Reopen, if set, closes s (unless it is closed already) and opens the
+	// same storage again, returning the new Store. The property test then
+	// interleaves reopens with commits, and the Close test checks that
+	// every acknowledged Write survived.
 	Reopen func(t *testing.T, s persist.Store) persist.Store
 
 	// Checks is the number of random sequences the property test runs;
@@ -63,6 +64,7 @@ func RunWithOptions(t *testing.T, open func(t *testing.T) persist.Store, opts Op
 		{"EmptyKey", h.testEmptyKey},
 		{"CancelledContext", h.testCancelledContext},
 		{"Closed", h.testClosed},
+		{"CloseWhileCommitting", h.testCloseWhileCommitting},
 		{"ConcurrentSameDocument", h.testConcurrentSameDocument},
 		{"ConcurrentDifferentDocuments", h.testConcurrentDifferentDocuments},
 		{"Property", h.testProperty},
@@ -572,6 +574,63 @@ func (h *harness) testClosed(t *testing.T) {
 	}
 	if err := s.Close(); !errors.Is(err, persist.ErrClosed) {
 		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+}
+
+// testCloseWhileCommitting closes the Store under 16 committing goroutines.
+// Each Commit returns nil or ErrClosed; with Reopen, every acknowledged Write
+// is there afterwards, and at most the one in flight besides.
+func (h *harness) testCloseWhileCommitting(t *testing.T) {
+	s := h.store(t)
+	const writers = 16
+	var acked [writers]int
+	var wg sync.WaitGroup
+	progress := make(chan struct{}, writers*4)
+	for g := range writers {
+		wg.Go(func() {
+			doc := fmt.Sprintf("doc-%02d", g)
+			for i := 0; ; i++ {
+				k := strconv.Itoa(i)
+				err := s.Commit(context.Background(), doc, &persist.Write{Records: []persist.Put{{Key: k, Value: b(k)}}})
+				switch {
+				case err == nil:
+					acked[g] = i + 1
+					select {
+					case progress <- struct{}{}:
+					default:
+					}
+				case errors.Is(err, persist.ErrClosed):
+					return
+				default:
+					t.Errorf("writer %d: Commit: %v", g, err)
+					return
+				}
+			}
+		})
+	}
+	for range writers * 4 {
+		<-progress
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close under load: %v", err)
+	}
+	wg.Wait()
+	if h.opts.Reopen == nil || t.Failed() {
+		return
+	}
+	s = h.opts.Reopen(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	for g := range writers {
+		doc := fmt.Sprintf("doc-%02d", g)
+		d := load(t, s, doc)
+		for i := range acked[g] {
+			if k := strconv.Itoa(i); string(d.Records[k]) != k {
+				t.Errorf("%s: acknowledged record %q = %q after reopen", doc, k, d.Records[k])
+			}
+		}
+		if n := len(d.Records); n < acked[g] || n > acked[g]+1 {
+			t.Errorf("%s: %d records after reopen, %d acknowledged", doc, n, acked[g])
+		}
 	}
 }
 

@@ -1,0 +1,30 @@
+// Package server serves Accord's sync protocol over WebSocket: an
+// http.Handler that upgrades each request (?doc=<id>) with
+// gorilla/websocket and routes its frames to one goroutine per open
+// document, which owns that document's question.Authority.
+//
+// # Usage
+//
+//	store, _ := boltstore.Open("accord.db", nil)
+//	srv, _ := server.New(server.Options{
+//		Store: store,
+//		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+//			return question.Member{Login: userOf(r), Write: canWrite(r, doc)}, nil
+//		},
+//	})
+//	http.Handle("/sync", srv)
+//	...
+//	srv.Shutdown(ctx) // drains connections and commits what was accepted
+//
+// # Guarantees
+//
+// A command is decided by the document goroutine, committed to the Store
+// (commands arriving together share one commit), and only then replied to
+// and broadcast, in commit order: nothing is announced before it is
+// durable, and a connection sees the reply to its request before any later
+// broadcast about that decision. Each connection has one reader and one
+// writer goroutine, a read limit, ping/pong deadlines and a bounded outbox;
+// a connection whose outbox fills is dropped (it resyncs by reconnecting)
+// and never slows the others. Readers receive drafts and broadcasts; every
+// write of theirs is refused with reason forbidden.
+package server

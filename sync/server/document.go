@@ -1,0 +1,499 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/persist"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// document is one open document. Its goroutine (run) owns the authority
+// and every connection's membership; all commands of the document are
+// decided there, one at a time, in arrival order.
+//
+// Commits are pipelined: the goroutine applies a group of commands in
+// memory (the authority writes through pipeStore, which only collects
+// their Writes), commits the group's Writes in one durable transaction,
+// and only then sends the group's replies and broadcasts, in order. If the
+// commit fails, every reply of the group becomes an "unavailable" refusal,
+// its broadcasts are dropped, and the authority reloads from the store:
+// nothing is acknowledged or announced before it is durable.
+type document struct {
+	s     *Server
+	id    string
+	inbox chan op
+	quit  chan struct{}
+	qonce sync.Once
+
+	refs    int  // attached connections; guarded by s.mu
+	stopped bool // removed from s.docs; guarded by s.mu
+
+	// Owned by run.
+	auth    *question.Authority
+	loadErr error
+	pipe    *pipeStore
+	conns   map[*conn]bool
+	held    []delivery
+}
+
+type op struct {
+	c     *conn
+	msg   wire.Message
+	leave bool
+}
+
+// delivery is a frame waiting for its group's commit.
+type delivery struct {
+	to     *conn // nil: every joined connection except `except`
+	except *conn
+	msg    *encoded
+	// reply is set for replies, so a failed commit can turn them into
+	// refusals; join is set for a hello's frames.
+	reply *wire.Reply
+	join  bool
+}
+
+func newDocument(s *Server, id string) *document {
+	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]bool{}}
+}
+
+// submit hands an op to the document goroutine; false if the conn or the
+// document is gone.
+func (d *document) submit(o op) bool {
+	select {
+	case d.inbox <- o:
+		return true
+	case <-o.c.done:
+		return false
+	case <-d.quit:
+		return false
+	}
+}
+
+func (d *document) leave(c *conn) {
+	select {
+	case d.inbox <- op{c: c, leave: true}:
+	case <-d.quit:
+	}
+}
+
+func (d *document) stop() { d.qonce.Do(func() { close(d.quit) }) }
+
+func (d *document) run() {
+	ctx := context.Background()
+	d.pipe = &pipeStore{Store: d.s.opts.Store}
+	d.auth, d.loadErr = question.NewAuthority(ctx, question.Options{
+		Store: d.pipe, Doc: d.id, Now: d.s.opts.Now, NewID: d.s.opts.NewID, Logger: d.s.opts.Logger,
+		ImplementationActive: func(id string) bool {
+			return d.s.opts.ImplementationActive != nil && d.s.opts.ImplementationActive(d.id, id)
+		},
+	})
+	if d.loadErr != nil {
+		d.s.opts.Logger.Error("cannot load document", "doc", d.id, "err", d.loadErr)
+	}
+	idle := time.NewTimer(d.s.opts.IdleUnload)
+	defer idle.Stop()
+	for {
+		select {
+		case o := <-d.inbox:
+			d.handle(ctx, o)
+			for n := 1; n < d.s.opts.MaxGroup; n++ {
+				select {
+				case o := <-d.inbox:
+					d.handle(ctx, o)
+					continue
+				default:
+				}
+				break
+			}
+			d.flush(ctx)
+			if len(d.conns) == 0 {
+				idle.Reset(d.s.opts.IdleUnload)
+			}
+		case <-idle.C:
+			if len(d.conns) == 0 && d.s.tryUnload(d) {
+				return
+			}
+			idle.Reset(d.s.opts.IdleUnload)
+		case <-d.quit:
+			for {
+				select {
+				case o := <-d.inbox:
+					d.handle(ctx, o)
+					continue
+				default:
+				}
+				break
+			}
+			d.flush(ctx)
+			return
+		}
+	}
+}
+
+// flush commits the group's Writes, then sends its frames in order.
+func (d *document) flush(ctx context.Context) {
+	w := d.pipe.take()
+	if !w.Empty() {
+		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
+			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
+			d.failGroup(ctx)
+		}
+	}
+	held := d.held
+	d.held = nil
+	for _, h := range held {
+		d.deliver(h)
+	}
+}
+
+// failGroup turns the held group into refusals after a failed commit.
+func (d *document) failGroup(ctx context.Context) {
+	if err := d.auth.Reload(ctx); err != nil {
+		d.s.opts.Logger.Error("reload failed", "doc", d.id, "err", err)
+	}
+	var kept []delivery
+	for _, h := range d.held {
+		switch {
+		case h.reply != nil:
+			r := &wire.Reply{Header: h.reply.Header, ID: h.reply.ID, OK: false, Reason: question.Unavailable,
+				Message: "the change could not be saved; nothing was applied", Reset: h.reply.ID != ""}
+			if r.Reset {
+				r.Doc, _ = d.auth.Save(h.reply.ID)
+			}
+			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
+		case h.join:
+			h.to.close() // it saw state that is gone; it reconnects
+		}
+	}
+	d.held = kept
+}
+
+func (d *document) deliver(h delivery) {
+	if h.to != nil {
+		d.sendTo(h.to, h.msg)
+		return
+	}
+	for c := range d.conns {
+		if c != h.except {
+			d.sendTo(c, h.msg)
+		}
+	}
+}
+
+func (d *document) sendTo(c *conn, e *encoded) {
+	f, err := e.frame(c.format)
+	if err != nil {
+		d.s.opts.Logger.Error("encode", "kind", e.msg.FrameKind(), "err", err)
+		return
+	}
+	c.send(f)
+}
+
+func (d *document) hold(h delivery) { d.held = append(d.held, h) }
+
+func (d *document) replyTo(c *conn, r *wire.Reply) {
+	d.hold(delivery{to: c, msg: &encoded{msg: r}, reply: r})
+}
+
+func (d *document) broadcast(except *conn, m wire.Message) {
+	d.hold(delivery{except: except, msg: &encoded{msg: m}})
+}
+
+func (d *document) handle(ctx context.Context, o op) {
+	if o.leave {
+		delete(d.conns, o.c)
+		return
+	}
+	if d.loadErr != nil {
+		o.c.replyError(o.c.format, "", "unavailable", "the document cannot be loaded")
+		o.c.close()
+		return
+	}
+	switch m := o.msg.(type) {
+	case *wire.Hello:
+		d.join(o.c, m)
+	case *wire.Create:
+		d.create(ctx, o.c, m)
+	case *wire.Edit:
+		d.edit(ctx, o.c, m)
+	case *wire.Submit:
+		d.submitAnswers(ctx, o.c, m)
+	case *wire.Target:
+		d.target(ctx, o.c, m)
+	case *wire.Append:
+		d.appendItem(ctx, o.c, m)
+	case *wire.Why:
+		d.why(ctx, o.c, m)
+	default:
+		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+o.msg.FrameKind())
+	}
+}
+
+func headerOf(m wire.Message) wire.Header {
+	switch m := m.(type) {
+	case *wire.Sync:
+		return m.Header
+	case *wire.Event:
+		return m.Header
+	}
+	return wire.Header{Kind: m.FrameKind()}
+}
+
+func heads(h crdt.Heads) []string {
+	out := make([]string, len(h))
+	for i, x := range h {
+		out[i] = x.String()
+	}
+	return out
+}
+
+func parseHeads(hs []string) (crdt.Heads, error) { return crdt.ParseHeads(strings.Join(hs, ",")) }
+
+// join answers a hello: welcome, then every decision's document or the
+// changes the member lacks.
+func (d *document) join(c *conn, h *wire.Hello) {
+	if d.conns[c] {
+		c.replyError(c.format, "", "invalid", "hello was already sent")
+		return
+	}
+	d.conns[c] = true
+	recs := d.auth.Records()
+	d.hold(delivery{to: c, join: true, msg: &encoded{msg: &wire.Welcome{
+		Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
+		Member: c.member.Login, Write: c.member.Write, Records: recs,
+	}}})
+	for _, r := range recs {
+		d.hold(delivery{to: c, join: true, msg: &encoded{msg: d.catchUp(r.ID, h.Have[r.ID])}})
+	}
+}
+
+// catchUp returns the frame that brings a replica holding have up to the
+// accepted document: the missing changes, or the whole document when that
+// is smaller or the replica's heads are unknown here.
+func (d *document) catchUp(id string, have []string) wire.Message {
+	_, cur, _ := d.auth.Draft(id)
+	if have != nil {
+		if h, err := parseHeads(have); err == nil {
+			if ch, err := d.auth.ChangesSince(id, h); err == nil {
+				saved, _ := d.auth.Save(id)
+				if len(ch) <= len(saved) {
+					return &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur)}
+				}
+			}
+		}
+	}
+	saved, _ := d.auth.Save(id)
+	return &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)}
+}
+
+// refusal builds a failed reply; a reset carries the accepted document.
+func (d *document) refusal(h wire.Header, id string, err error) *wire.Reply {
+	r := &wire.Reply{Header: h, ID: id}
+	var ref *question.Refusal
+	if errors.As(err, &ref) {
+		r.Reason, r.Message, r.Reset = ref.Reason, ref.Message, ref.Reset
+	} else {
+		r.Reason, r.Message = question.Unavailable, "the server could not complete the request"
+		d.s.opts.Logger.Error("request failed", "doc", d.id, "kind", h.Kind, "err", err)
+	}
+	if r.Reset && id != "" {
+		r.Doc, _ = d.auth.Save(id)
+	}
+	return r
+}
+
+func (d *document) create(ctx context.Context, c *conn, m *wire.Create) {
+	reqs := make([]question.CreateRequest, len(m.Cards))
+	for i, card := range m.Cards {
+		reqs[i] = question.CreateRequest{Key: card.Key, Origin: card.Origin, Definition: card.Definition, Revision: card.Revision, Passage: card.Passage}
+	}
+	out, err := d.auth.Create(ctx, c.member, reqs)
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, "", err))
+		return
+	}
+	r := &wire.Reply{Header: m.Header, OK: true}
+	for _, o := range out {
+		r.Records = append(r.Records, o.Record)
+	}
+	d.replyTo(c, r)
+	for _, o := range out {
+		if o.Repeated {
+			continue
+		}
+		rec := o.Record
+		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: rec.ID, Record: &rec, By: c.member.Login})
+		d.broadcast(nil, d.catchUp(rec.ID, nil))
+	}
+}
+
+func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
+	res, err := d.auth.Edit(ctx, c.member, m.ID, m.Changes)
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, m.ID, err))
+		return
+	}
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
+	if len(res.Changes) > 0 {
+		d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+	}
+}
+
+func (d *document) submitAnswers(ctx context.Context, c *conn, m *wire.Submit) {
+	reqs := make([]question.SubmitRequest, len(m.Items))
+	for i, it := range m.Items {
+		h, err := parseHeads(it.Heads)
+		if err != nil {
+			d.replyTo(c, &wire.Reply{Header: m.Header, Reason: question.Invalid, Message: "heads of " + it.ID + " are malformed"})
+			return
+		}
+		reqs[i] = question.SubmitRequest{ID: it.ID, Heads: h}
+	}
+	out, err := d.auth.Submit(ctx, c.member, reqs)
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, "", err))
+		return
+	}
+	r := &wire.Reply{Header: m.Header, OK: true}
+	for _, s := range out {
+		res := wire.SubmitResult{ID: s.ID, OK: s.Err == nil}
+		if s.Err != nil {
+			var ref *question.Refusal
+			if errors.As(s.Err, &ref) {
+				res.Reason, res.Message = ref.Reason, ref.Message
+			}
+		} else {
+			rec := s.Record
+			res.Record = &rec
+		}
+		r.Results = append(r.Results, res)
+	}
+	d.replyTo(c, r)
+	for _, res := range r.Results {
+		if res.OK {
+			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindResolved}, ID: res.ID, Record: res.Record, Answer: res.Record.Answer, By: c.member.Login})
+		}
+	}
+}
+
+func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
+	var before crdt.Heads
+	if _, h, err := d.auth.Draft(m.ID); err == nil {
+		before = h
+	}
+	var rec question.Record
+	var err error
+	var event string
+	switch m.Kind {
+	case wire.KindReopen:
+		rec, err = d.auth.Reopen(ctx, c.member, m.ID)
+		event = wire.KindReopened
+	case wire.KindDiscard:
+		rec, err = d.auth.Discard(ctx, c.member, m.ID)
+		event = wire.KindDiscarded
+	case wire.KindExpand:
+		rec, err = d.auth.Expand(ctx, c.member, m.ID, func(ctx context.Context, channel string) error {
+			if d.s.opts.EnsureChannel == nil {
+				return nil
+			}
+			return d.s.opts.EnsureChannel(ctx, d.id, channel)
+		})
+		event = wire.KindMeta
+	}
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, m.ID, err))
+		return
+	}
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec})
+	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: event}, ID: m.ID, Record: &rec, By: c.member.Login})
+	d.broadcastChanges(m.ID, before, c.member.Login)
+}
+
+// broadcastChanges announces the authority's own changes since before
+// (a reopen's fresh generation, an append) to every connection.
+func (d *document) broadcastChanges(id string, before crdt.Heads, by string) {
+	ch, err := d.auth.ChangesSince(id, before)
+	if err != nil || len(ch) == 0 {
+		return
+	}
+	_, cur, _ := d.auth.Draft(id)
+	d.broadcast(nil, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur), By: by})
+}
+
+func (d *document) appendItem(ctx context.Context, c *conn, m *wire.Append) {
+	var before crdt.Heads
+	if _, h, err := d.auth.Draft(m.ID); err == nil {
+		before = h
+	}
+	req := question.AppendRequest{ID: m.ID, Question: m.Question, Key: m.Key, Label: m.Label}
+	var res question.AppendResult
+	var err error
+	if m.Kind == wire.KindCriterion {
+		res, err = d.auth.AppendCriterion(ctx, c.member, req)
+	} else {
+		res, err = d.auth.AppendOption(ctx, c.member, req)
+	}
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, m.ID, err))
+		return
+	}
+	def := res.Definition
+	r := &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Definition: &def, Repeated: res.Repeated}
+	ev := &wire.Event{ID: m.ID, Question: m.Question, Definition: &def, By: c.member.Login}
+	if m.Kind == wire.KindCriterion {
+		crit := question.Criterion(res.Item)
+		r.Criterion, ev.Criterion = &crit, &crit
+		ev.Kind = wire.KindCriterionAdded
+	} else {
+		opt := res.Item
+		r.Option, ev.Option = &opt, &opt
+		ev.Kind = wire.KindOptionAdded
+	}
+	d.replyTo(c, r)
+	if !res.Repeated {
+		d.broadcast(nil, ev)
+		d.broadcastChanges(m.ID, before, c.member.Login)
+	}
+}
+
+// why follows the spec's order: commit, announce question:meta, reply.
+func (d *document) why(ctx context.Context, c *conn, m *wire.Why) {
+	rec, err := d.auth.SetWhy(ctx, c.member, m.ID, m.Text)
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, m.ID, err))
+		return
+	}
+	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: m.ID, Record: &rec, By: c.member.Login})
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec})
+}
+
+// pipeStore is the Store the authority writes through: it collects Writes
+// for the document goroutine to commit as one group.
+type pipeStore struct {
+	persist.Store
+	pending *persist.Write
+}
+
+func (p *pipeStore) Commit(_ context.Context, _ string, w *persist.Write) error {
+	if p.pending == nil {
+		p.pending = &persist.Write{}
+	}
+	p.pending.Merge(w)
+	return nil
+}
+
+func (p *pipeStore) take() *persist.Write {
+	w := p.pending
+	p.pending = nil
+	return w
+}
+
+// Close is a no-op: the Server's owner closes the real store.
+func (p *pipeStore) Close() error { return nil }

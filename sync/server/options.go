@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/accord-crdt/accord/persist"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// ErrUnauthorized may be returned by Options.Authorize to refuse a
+// connection with 401 rather than 403.
+var ErrUnauthorized = errors.New("server: unauthorized")
+
+// Options configures a Server. Store and Authorize are required; every
+// other field has a working default.
+type Options struct {
+	// Store is where every document's decisions are committed.
+	Store persist.Store
+	// Authorize tells who a connection's member is for a document, and
+	// whether they write or only read. An error refuses the connection.
+	Authorize func(r *http.Request, doc string) (question.Member, error)
+	// CheckOrigin accepts or refuses a browser's Origin. nil accepts only
+	// requests whose Origin host equals the request's Host (or no Origin).
+	CheckOrigin func(r *http.Request) bool
+	// Now and NewID are handed to each document's authority.
+	Now   func() time.Time
+	NewID func() string
+	// ImplementationActive reports whether a decision's implementation is
+	// running (its definition is then frozen).
+	ImplementationActive func(doc, decision string) bool
+	// EnsureChannel creates a decision's child channel in the host; nil
+	// accepts every expand without creating anything.
+	EnsureChannel func(ctx context.Context, doc, channel string) error
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+
+	// MaxConnections caps open connections (default 4096).
+	MaxConnections int
+	// MaxDocuments caps documents loaded at once (default 1024).
+	MaxDocuments int
+	// Outbox is the number of frames queued per connection before it is
+	// dropped as slow (default 1024).
+	Outbox int
+	// ReadLimit caps one incoming frame (default wire.MaxFrameBytes).
+	ReadLimit int64
+	// PingInterval and PongWait bound a silent peer (defaults 20 s, 45 s).
+	PingInterval, PongWait time.Duration
+	// WriteWait bounds one frame write (default 10 s).
+	WriteWait time.Duration
+	// IdleUnload is how long a document with no connection stays loaded
+	// (default 30 s).
+	IdleUnload time.Duration
+	// MaxGroup is the most commands committed in one group (default 512).
+	MaxGroup int
+}
+
+func (o *Options) setDefaults() error {
+	if o.Store == nil {
+		return errors.New("server: Options.Store is required")
+	}
+	if o.Authorize == nil {
+		return errors.New("server: Options.Authorize is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 4096
+	}
+	if o.MaxDocuments <= 0 {
+		o.MaxDocuments = 1024
+	}
+	if o.Outbox <= 0 {
+		o.Outbox = 1024
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = wire.MaxFrameBytes
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 20 * time.Second
+	}
+	if o.PongWait <= o.PingInterval {
+		o.PongWait = o.PingInterval*2 + 5*time.Second
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = 10 * time.Second
+	}
+	if o.IdleUnload <= 0 {
+		o.IdleUnload = 30 * time.Second
+	}
+	if o.MaxGroup <= 0 {
+		o.MaxGroup = 512
+	}
+	return nil
+}

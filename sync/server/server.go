@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// Server is an http.Handler that upgrades each request to a WebSocket on
+// one document (?doc=<id>) and routes its frames to that document's
+// goroutine, which owns the document's authority.
+type Server struct {
+	opts     Options
+	upgrader websocket.Upgrader
+
+	mu       sync.Mutex
+	docs     map[string]*document
+	conns    map[*conn]struct{}
+	closing  bool
+	runners  sync.WaitGroup
+	handlers sync.WaitGroup
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}}
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		CheckOrigin:     opts.CheckOrigin,
+	}
+	if s.upgrader.CheckOrigin == nil {
+		s.upgrader.CheckOrigin = sameOrigin
+	}
+	return s, nil
+}
+
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// ServeHTTP upgrades the request and serves the connection until it ends.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	docID := r.URL.Query().Get("doc")
+	if docID == "" || len(docID) > 256 {
+		http.Error(w, "missing or overlong ?doc= parameter", http.StatusBadRequest)
+		return
+	}
+	member, err := s.opts.Authorize(r, docID)
+	if err != nil {
+		code := http.StatusForbidden
+		if errors.Is(err, ErrUnauthorized) {
+			code = http.StatusUnauthorized
+		}
+		http.Error(w, err.Error(), code)
+		return
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if len(s.conns) >= s.opts.MaxConnections {
+		s.mu.Unlock()
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	d := s.docs[docID]
+	if d == nil && len(s.docs) >= s.opts.MaxDocuments {
+		s.mu.Unlock()
+		http.Error(w, "too many open documents", http.StatusServiceUnavailable)
+		return
+	}
+	c := &conn{s: s, member: member, out: make(chan frame, s.opts.Outbox), done: make(chan struct{})}
+	s.conns[c] = struct{}{} // reserve the slot before the upgrade
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	defer s.handlers.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	c.ws = ws
+	ws.SetReadLimit(s.opts.ReadLimit)
+	ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+	ws.SetPongHandler(func(string) error {
+		return ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+	})
+	d = s.attach(docID)
+	c.doc = d
+	go c.writePump()
+	defer func() {
+		c.close()
+		d.leave(c)
+		s.detach(d)
+	}()
+	s.readPump(c)
+}
+
+// readPump decodes frames and hands them to the document goroutine, until
+// the socket fails or the conn is closed.
+func (s *Server) readPump(c *conn) {
+	go func() {
+		<-c.done
+		c.ws.SetReadDeadline(time.Now()) // unblock ReadMessage
+	}()
+	joined := false
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		format := wire.Binary
+		if typ == websocket.TextMessage {
+			format = wire.Text
+		}
+		msg, err := wire.Decode(data, format)
+		if err != nil {
+			c.replyError(format, "", "invalid", err.Error())
+			continue
+		}
+		if !joined {
+			hello, ok := msg.(*wire.Hello)
+			if !ok {
+				c.replyError(format, "", "invalid", "the first frame must be hello")
+				c.close()
+				return
+			}
+			if hello.V != wire.Version {
+				c.replyError(format, "", "version", "this server speaks protocol version 1")
+				c.close()
+				return
+			}
+			c.mu.Lock()
+			c.format = format
+			c.mu.Unlock()
+			joined = true
+		}
+		if !c.doc.submit(op{c: c, msg: msg}) {
+			return
+		}
+	}
+}
+
+func (c *conn) replyError(f wire.Format, rid, reason, message string) {
+	e := &encoded{msg: &wire.Error{Header: wire.Header{Kind: wire.KindError, RID: rid}, Reason: reason, Message: message}}
+	if fr, err := e.frame(f); err == nil {
+		c.send(fr)
+	}
+}
+
+// attach returns the document's goroutine, starting it if needed, and
+// counts the caller as attached so the document is not unloaded.
+func (s *Server) attach(id string) *document {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.docs[id]
+	if d == nil {
+		d = newDocument(s, id)
+		s.docs[id] = d
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			d.run()
+		}()
+	}
+	d.refs++
+	return d
+}
+
+func (s *Server) detach(d *document) {
+	s.mu.Lock()
+	d.refs--
+	s.mu.Unlock()
+}
+
+// tryUnload removes an idle document; it reports whether the document's
+// goroutine may exit.
+func (s *Server) tryUnload(d *document) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.refs > 0 || len(d.inbox) > 0 {
+		return false
+	}
+	delete(s.docs, d.id)
+	d.stopped = true
+	return true
+}
+
+// Shutdown stops accepting connections, closes every connection after its
+// queued frames, waits for every document to commit what it accepted, and
+// returns. Nothing acknowledged is lost: a command is acknowledged only
+// after its commit.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.conns {
+		c.close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		s.mu.Lock()
+		for _, d := range s.docs {
+			d.stop()
+		}
+		s.mu.Unlock()
+		s.runners.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
