@@ -8,10 +8,12 @@ import (
 	"github.com/automerge/automerge-go"
 )
 
-// FuzzSyncMessage feeds arbitrary bytes through the guard and everything it
+// FuzzSyncMessage feeds arbitrary bytes through the guard (ParseSyncMessage,
+// then CheckSyncChanges against the receiving document) and everything it
 // lets through to automerge, exactly as a sync session would: receive, then
-// generate replies, which is where a bad Bloom filter used to divide by
-// zero. Any input that kills the process is a hole in ParseSyncMessage.
+// generate replies, which is where a bad Bloom filter or a forged sequence
+// number used to panic. Any input that kills the process is a hole in the
+// guard.
 //
 // Seeds are the messages of real sessions (so the fuzzer starts from valid
 // heads, filters and changes, and mutates change bodies that automerge's own
@@ -20,8 +22,8 @@ func FuzzSyncMessage(f *testing.F) {
 	for _, raw := range syncMsgCorpus(f) {
 		f.Add(raw)
 	}
-	for _, raw := range syncMsgUnguarded() {
-		f.Add(raw)
+	for _, b := range syncMsgBombs(f) {
+		f.Add(b.msg)
 	}
 
 	// The peer each input is delivered to holds a few changes, so that
@@ -60,6 +62,12 @@ func FuzzSyncMessage(f *testing.F) {
 		doc, err := automerge.Load(saved)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := CheckSyncChanges(doc, m.Changes); err != nil {
+			if !errors.Is(err, ErrMalformedSync) {
+				t.Fatalf("error %v does not wrap ErrMalformedSync", err)
+			}
+			return
 		}
 		ss := automerge.NewSyncState(doc)
 		// automerge may refuse a message the guard passed, for instance a

@@ -3,6 +3,7 @@ package crdt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,6 +51,9 @@ func syncMsgExchange(tb testing.TB, sa, sb *automerge.SyncState) [][]byte {
 		enc := m.Encode()
 		if !bytes.Equal(enc, raw) {
 			tb.Fatalf("Encode(Parse(b)) != b\n b: %x\nre: %x", raw, enc)
+		}
+		if err := CheckSyncChanges(to.Doc, m.Changes); err != nil {
+			tb.Fatalf("real changes refused: %v", err)
 		}
 		if _, err := to.ReceiveMessage(enc); err != nil {
 			tb.Fatalf("automerge refused re-encoded message: %v", err)
@@ -340,43 +344,82 @@ func TestSyncMessageRefusesEveryTruncation(t *testing.T) {
 // message to hand straight to automerge.
 const syncMsgCrashEnv = "CRDT_SYNCMSG_UNGUARDED"
 
-// syncMsgUnguarded are messages automerge 0.5 accepts and then dies on. The
-// Bloom filters are built by hand: the parser refuses to produce them.
-func syncMsgUnguarded() map[string][]byte {
-	msg := func(bloom []byte) []byte {
+// syncMsgBomb is a message automerge 0.5 accepts and then dies on, with the
+// document it is delivered to.
+type syncMsgBomb struct {
+	doc   *automerge.Doc
+	msg   []byte
+	abort string // what the dying process prints
+}
+
+// syncMsgBombs builds the known process-killing messages. Their broken
+// parts are made by hand: the parser refuses to produce them.
+func syncMsgBombs(tb testing.TB) map[string]syncMsgBomb {
+	tb.Helper()
+	withBloom := func(bloom []byte) []byte {
 		return syncMsgCat([]byte{0x42, 0, 0, 1, 0}, syncMsgUv(uint64(len(bloom))), bloom, []byte{0})
 	}
-	return map[string][]byte{
+	target := automerge.New()
+	syncMsgEdit(tb, target, "k", 1)
+
+	// A change whose actor was rewritten: a new actor's first change
+	// claiming seq 2, with its dependency present. Every byte is fixed
+	// (actor and timestamp) so that each process builds the same message.
+	noTime := &time.Time{}
+	src := automerge.New()
+	actor := bytes.Repeat([]byte{0xaa}, 16)
+	if err := src.SetActorID(fmt.Sprintf("%x", actor)); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range 2 {
+		if err := src.RootMap().Set("x", i); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := src.Commit("", automerge.CommitOptions{Time: noTime}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	chs, err := src.Changes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gapTarget := automerge.New()
+	if err := gapTarget.Apply(chs[0]); err != nil {
+		tb.Fatal(err)
+	}
+	forged := bytes.Replace(chs[1].Save(), actor, bytes.Repeat([]byte{0xbb}, 16), 1)
+	// Naming it as the sender's head makes the receiver compute changes
+	// since it, which is where the forged seq is used as an index.
+	gap := &SyncMessage{
+		Heads:   []automerge.ChangeHash{sha256.Sum256(forged[8:])},
+		Changes: [][]byte{forged},
+	}
+
+	return map[string]syncMsgBomb{
 		// One entry, zero bits per entry: no bits, so probing divides by zero.
-		"zero-bits": msg([]byte{1, 0, 7}),
+		"zero-bits": {target, withBloom([]byte{1, 0, 7}), "divisor of zero"},
 		// 2^32-1 probes: a 16 GiB allocation on the first probe.
-		"huge-probes": msg(syncMsgCat([]byte{1, 10}, syncMsgUv(0xffffffff), []byte{0, 0})),
+		"huge-probes": {target, withBloom(syncMsgCat([]byte{1, 10}, syncMsgUv(0xffffffff), []byte{0, 0})),
+			"memory allocation of 17179869180 bytes failed"},
+		// Well-formed, so only CheckSyncChanges can catch it.
+		"seq-gap": {gapTarget, gap.Encode(), "out of range for slice"},
 	}
 }
 
-// syncMsgFeedUnguarded gives raw to automerge the way a careless caller
-// would: receive, then generate the reply.
-func syncMsgFeedUnguarded(raw []byte) error {
-	doc := automerge.New()
-	if err := doc.RootMap().Set("k", 1); err != nil {
+// syncMsgRefuse returns the error the guard gives msg on its way to doc.
+func syncMsgRefuse(doc *automerge.Doc, msg []byte) error {
+	m, err := ParseSyncMessage(msg)
+	if err != nil {
 		return err
 	}
-	if _, err := doc.Commit("c"); err != nil {
-		return err
-	}
-	ss := automerge.NewSyncState(doc)
-	if _, err := ss.ReceiveMessage(raw); err != nil {
-		return err
-	}
-	ss.GenerateMessage()
-	return nil
+	return CheckSyncChanges(doc, m.Changes)
 }
 
-// TestSyncMessageGuardIsNeeded shows why ParseSyncMessage exists: each
-// message below kills a process that hands it to automerge directly (run in
-// a child process), and the parser refuses it.
+// TestSyncMessageGuardIsNeeded shows why the guard exists: each message
+// below kills a process that hands it to automerge directly (run in a child
+// process), and the guard refuses it.
 func TestSyncMessageGuardIsNeeded(t *testing.T) {
-	cases := syncMsgUnguarded()
+	bombs := syncMsgBombs(t)
 	if which := os.Getenv(syncMsgCrashEnv); which != "" {
 		if which == "huge-probes" {
 			// Make the 16 GiB allocation fail at once instead of letting
@@ -386,18 +429,20 @@ func TestSyncMessageGuardIsNeeded(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		err := syncMsgFeedUnguarded(cases[which])
+		b := bombs[which]
+		ss := automerge.NewSyncState(b.doc)
+		_, err := ss.ReceiveMessage(b.msg)
+		if err == nil {
+			ss.GenerateMessage()
+		}
 		fmt.Printf("automerge survived %s, err=%v\n", which, err)
 		return
 	}
 
-	for name, wantAbort := range map[string]string{
-		"zero-bits":   "divisor of zero",
-		"huge-probes": "memory allocation of 17179869180 bytes failed",
-	} {
+	for name, b := range bombs {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ParseSyncMessage(cases[name]); !errors.Is(err, ErrMalformedSync) {
-				t.Fatalf("parser accepted the message: err = %v", err)
+			if err := syncMsgRefuse(b.doc, b.msg); !errors.Is(err, ErrMalformedSync) {
+				t.Fatalf("guard let the message through: err = %v", err)
 			}
 			// RLIMIT_AS is what keeps the huge-probes child small; only
 			// Linux enforces it for mmap.
@@ -415,8 +460,8 @@ func TestSyncMessageGuardIsNeeded(t *testing.T) {
 			if err == nil {
 				t.Fatalf("unguarded automerge survived; the guard may be obsolete:\n%s", out)
 			}
-			if !strings.Contains(string(out), wantAbort) {
-				t.Fatalf("child failed (%v) without %q:\n%.2000s", err, wantAbort, out)
+			if !strings.Contains(string(out), b.abort) {
+				t.Fatalf("child failed (%v) without %q:\n%.2000s", err, b.abort, out)
 			}
 		})
 	}

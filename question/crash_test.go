@@ -709,6 +709,7 @@ type crashStats struct {
 	acked, durableOps int
 	inFlight          int
 	refused           int
+	retried           int
 	lines             int
 }
 
@@ -1227,6 +1228,9 @@ func TestCrashSafety(t *testing.T) {
 			killAfter = time.Duration(5+rng.IntN(46)) * time.Millisecond
 		}
 		cfg := crashConfig{File: file, Doc: doc, Point: point, Seed: seed, Cycle: cycle, Retry: retry}
+		if len(retry) > 0 {
+			stats.retried++
+		}
 		c := runCrashCycle(t, cfg, killAfter)
 		stats.cycles++
 		stats.lines += len(c.lines)
@@ -1284,9 +1288,9 @@ func TestCrashSafety(t *testing.T) {
 	if stats.killed < 100 && !testing.Short() {
 		t.Errorf("only %d kill cycles; want at least 100", stats.killed)
 	}
-	summary := fmt.Sprintf("crash: %d kill cycles of %d (%d random, %d %s, %d %s) in %v; %d acknowledged and %d committed-unacknowledged commands, %d in flight at the kill, %d refused; %d results checked in the final pass",
+	summary := fmt.Sprintf("crash: %d kill cycles of %d (%d random, %d %s, %d %s) in %v; %d acknowledged and %d committed-unacknowledged commands, %d in flight at the kill (%d sent again), %d refused; %d results checked in the final pass",
 		stats.killed, stats.cycles, stats.byPoint[pointRandom], stats.byPoint[pointAfterCommit], pointAfterCommit,
-		stats.byPoint[pointMidBatch], pointMidBatch, elapsed, stats.acked, stats.durableOps, stats.inFlight, stats.refused, checked)
+		stats.byPoint[pointMidBatch], pointMidBatch, elapsed, stats.acked, stats.durableOps, stats.inFlight, stats.retried, stats.refused, checked)
 	t.Log(summary)
 	fmt.Println(summary)
 }

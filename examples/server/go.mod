@@ -1,0 +1,16 @@
+module github.com/accord-crdt/accord/examples/server
+
+go 1.26
+
+require github.com/accord-crdt/accord v0.0.0
+
+require (
+	github.com/automerge/automerge-go v0.0.0-20230903201930-b80ce8aadbb9 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+)
+
+replace github.com/accord-crdt/accord => ../..

@@ -1,0 +1,118 @@
+// Command server is Accord's example collaboration server: the sync
+// protocol over WebSocket at /sync, decisions stored in bbolt under a
+// local folder.
+//
+//	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
+//	ACCORD_DATA  (-data)  data folder, default ./data
+//	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
+//
+// Members are named by the ?member= query parameter; demo personas ana and
+// ben write, rita only reads.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/accord-crdt/accord/persist/boltstore"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/server"
+)
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+// readers lists the demo personas who may only read.
+var readers = map[string]bool{"rita": true}
+
+func run() error {
+	addr := flag.String("addr", env("ACCORD_ADDR", "127.0.0.1:8080"), "listen address")
+	data := flag.String("data", env("ACCORD_DATA", "./data"), "data folder (bbolt file inside)")
+	level := flag.String("log", env("ACCORD_LOG", "info"), "log level")
+	flag.Parse()
+
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("log level %q: %w", *level, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return err
+	}
+	store, err := boltstore.Open(filepath.Join(*data, "accord.db"), &boltstore.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	srv, err := server.New(server.Options{
+		Store:  store,
+		Logger: log,
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			m := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("member")))
+			if m == "" {
+				return question.Member{}, server.ErrUnauthorized
+			}
+			return question.Member{Login: m, Write: !readers[m]}, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/sync", srv)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "Accord collaboration server.\nSync endpoint: ws://%s/sync?doc=<document>&member=<login>\n", r.Host)
+	})
+	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	log.Info("accord server listening", "url", "http://"+*addr+"/", "data", *data)
+	fmt.Printf("Accord is serving on http://%s/ (data in %s)\n", *addr, *data)
+
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("sync shutdown", "err", err)
+	}
+	return hs.Shutdown(sctx)
+}
