@@ -226,6 +226,11 @@ type txn struct {
 	created map[string]*decision
 	touched map[string]crdt.Heads
 	chunks  map[string]int
+	// states holds documents' checked states computed while staging, so
+	// commit need not read them again.
+	states map[string]*crdt.State
+	// lastChunk is the incremental chunk persistDraft staged per decision.
+	lastChunk map[string][]byte
 }
 
 func (a *Authority) begin(ctx context.Context) (*txn, error) {
@@ -235,7 +240,8 @@ func (a *Authority) begin(ctx context.Context) (*txn, error) {
 		}
 	}
 	return &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
-		touched: map[string]crdt.Heads{}, chunks: map[string]int{}}, nil
+		touched: map[string]crdt.Heads{}, chunks: map[string]int{}, states: map[string]*crdt.State{},
+		lastChunk: map[string][]byte{}}, nil
 }
 
 // record returns the copy of a record this transaction changes.
@@ -296,6 +302,7 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 	}
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
 	t.chunks[id] = n + 1
+	t.lastChunk[id] = chunk
 	return nil
 }
 
@@ -344,6 +351,10 @@ func (t *txn) commit(ctx context.Context) error {
 	}
 	for id := range t.touched {
 		d := t.a.decisions[id]
+		if st, ok := t.states[id]; ok {
+			d.state = st
+			continue
+		}
 		st, err := d.doc.State()
 		if err != nil { // cannot happen: every change was checked
 			t.a.broken = true

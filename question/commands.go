@@ -160,15 +160,19 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if len(fresh) == 0 {
 		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
 	}
-	if r := a.checkEdit(d); r != nil {
+	st, r := a.checkEdit(d)
+	if r != nil {
 		return Edited{}, t.fail(r)
 	}
+	t.states[id] = st
 	if err := t.persistDraft(id, before); err != nil {
 		return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
 	}
-	newChanges, err := d.doc.ChangesSince(before)
-	if err != nil {
-		return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot encode the changes", Err: err})
+	newChanges, ok := t.lastChunk[id]
+	if !ok { // the draft was compacted: the chunk stored is a snapshot
+		if newChanges, err = d.doc.ChangesSince(before); err != nil {
+			return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot encode the changes", Err: err})
+		}
 	}
 	if err := t.commit(ctx); err != nil {
 		return Edited{}, err
@@ -177,28 +181,28 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 }
 
 // checkEdit validates a document after a replica's changes were applied.
-func (a *Authority) checkEdit(d *decision) *Refusal {
+func (a *Authority) checkEdit(d *decision) (*crdt.State, *Refusal) {
 	st, err := d.doc.State()
 	if err != nil {
-		return &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
+		return nil, &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
 	}
 	if !d.state.SameShape(st) {
-		return &Refusal{Reason: Invalid, Message: "an edit may change only the shared draft, not the definition", Reset: true}
+		return nil, &Refusal{Reason: Invalid, Message: "an edit may change only the shared draft, not the definition", Reset: true}
 	}
 	for g, old := range d.state.Drafts {
 		if g != d.state.Generation && !old.Equal(st.Drafts[g]) {
-			return &Refusal{Reason: Stale, Message: "the edit was made to an earlier draft; the decision has been reopened since", Reset: true}
+			return nil, &Refusal{Reason: Stale, Message: "the edit was made to an earlier draft; the decision has been reopened since", Reset: true}
 		}
 	}
 	for _, q := range d.rec.Definition.Questions {
 		qd := st.Drafts[st.Generation].Questions[q.ID]
 		if q.Written() {
 			if n := utf8.RuneCountInString(qd.Text); n > MaxAnswerText {
-				return &Refusal{Reason: Invalid, Message: "the written answer is longer than the limit", Reset: true}
+				return nil, &Refusal{Reason: Invalid, Message: "the written answer is longer than the limit", Reset: true}
 			}
 		}
 	}
-	return nil
+	return st, nil
 }
 
 func editMessage(err error) string {
