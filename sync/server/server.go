@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
@@ -139,7 +140,13 @@ func (s *Server) readPump(c *conn) {
 		}
 		msg, err := wire.Decode(data, format)
 		if err != nil {
-			c.replyError(format, "", "invalid", err.Error())
+			h := wire.PeekHeader(data, format)
+			if wire.IsRequest(h.Kind) && h.RID != "" {
+				// Answer the request itself, so its sender is not left waiting.
+				c.replyFrame(format, &wire.Reply{Header: h, Reason: question.Invalid, Message: err.Error()})
+			} else {
+				c.replyError(format, h.RID, "invalid", err.Error())
+			}
 			continue
 		}
 		if !joined {
@@ -162,6 +169,13 @@ func (s *Server) readPump(c *conn) {
 		if !c.doc.submit(op{c: c, msg: msg}) {
 			return
 		}
+	}
+}
+
+func (c *conn) replyFrame(f wire.Format, m wire.Message) {
+	e := &encoded{msg: m}
+	if fr, err := e.frame(f); err == nil {
+		c.send(fr)
 	}
 }
 

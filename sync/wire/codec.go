@@ -32,7 +32,8 @@ var ErrFrame = errors.New("wire: bad frame")
 var ErrUnknownKind = fmt.Errorf("%w: unknown kind", ErrFrame)
 
 // Encode encodes m. The caller sets its Header.Kind (and RID for requests
-// and replies).
+// and replies). It refuses, with ErrFrame, a frame Decode would refuse for
+// its size or shape, so the sender learns of it rather than the receiver.
 func Encode(m Message, f Format) ([]byte, error) {
 	var b []byte
 	var err error
@@ -52,25 +53,29 @@ func Encode(m Message, f Format) ([]byte, error) {
 	if len(b) > MaxFrameBytes {
 		return nil, fmt.Errorf("%w: %s frame of %d bytes exceeds %d", ErrFrame, m.FrameKind(), len(b), MaxFrameBytes)
 	}
+	if err := checkShape(b, f); err != nil {
+		return nil, fmt.Errorf("%w (encoding %s)", err, m.FrameKind())
+	}
 	return b, nil
 }
 
 // Decode reads one frame. It never panics; any malformed input returns an
 // error wrapping ErrFrame that says what is wrong.
 func Decode(b []byte, f Format) (m Message, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("%w: %v", ErrFrame, r)
-		}
-	}()
-	if len(b) > MaxFrameBytes {
-		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrFrame, len(b), MaxFrameBytes)
+	defer recoverFrame(&m, &err)
+	if err := checkShape(b, f); err != nil {
+		return nil, err
 	}
+	return decode(b, f)
+}
+
+// decode is Decode after checkShape.
+func decode(b []byte, f Format) (Message, error) {
 	var h Header
 	if err := unmarshal(b, f, &h); err != nil {
 		return nil, err
 	}
-	m = newMessage(h.Kind)
+	m := newMessage(h.Kind)
 	if m == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownKind, truncate(h.Kind))
 	}
@@ -83,6 +88,13 @@ func Decode(b []byte, f Format) (m Message, err error) {
 		}
 	}
 	return m, nil
+}
+
+// recoverFrame turns a panic of the decoder into an ErrFrame error.
+func recoverFrame(m *Message, err *error) {
+	if r := recover(); r != nil {
+		*m, *err = nil, fmt.Errorf("%w: %v", ErrFrame, r)
+	}
 }
 
 func unmarshal(b []byte, f Format, v any) error {
@@ -105,6 +117,180 @@ func truncate(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// Limits on a frame's shape, checked by checkShape before anything is
+// decoded.
+const (
+	// maxDepth is how deeply arrays and maps may nest. The deepest frame
+	// of this version nests about ten levels.
+	maxDepth = 32
+	// maxElements caps the array elements and map entries of one frame,
+	// all levels together. Decoding turns each element, however few bytes
+	// encode it, into a Go value of up to a few hundred bytes, and the
+	// msgpack decoder allocates a slice or map for its declared length
+	// before reading the elements, so this bounds what one frame can
+	// make the decoder allocate.
+	maxElements = 1 << 18
+)
+
+// checkShape refuses, before anything is decoded, a frame above
+// MaxFrameBytes or one whose arrays and maps nest deeper than maxDepth or
+// hold more than maxElements entries in all. It allocates nothing. A
+// binary frame must moreover hold exactly one well-formed msgpack value,
+// each declared length fitting in the bytes that follow it; text frames
+// are only scanned, encoding/json reports their syntax errors.
+func checkShape(b []byte, f Format) error {
+	if len(b) > MaxFrameBytes {
+		return fmt.Errorf("%w: %d bytes exceeds %d", ErrFrame, len(b), MaxFrameBytes)
+	}
+	if f == Text {
+		return scanJSON(b)
+	}
+	return scanMsgpack(b)
+}
+
+func scanJSON(b []byte) error {
+	depth, elements := 0, 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > maxDepth {
+				return fmt.Errorf("%w: nested deeper than %d", ErrFrame, maxDepth)
+			}
+			elements++ // the first element, if any
+		case ']', '}':
+			depth--
+			if depth < 0 {
+				return fmt.Errorf("%w: unbalanced %q", ErrFrame, b[i])
+			}
+		case ',':
+			elements++
+		}
+		if elements > maxElements {
+			return fmt.Errorf("%w: more than %d elements", ErrFrame, maxElements)
+		}
+	}
+	return nil
+}
+
+func scanMsgpack(b []byte) error {
+	var open [maxDepth]uint64 // values still due in each enclosing container
+	depth, elements := 0, uint64(0)
+	due := uint64(1) // values still due at this level: the frame is one value
+	i := 0
+	for {
+		for due == 0 {
+			if depth == 0 {
+				if i != len(b) {
+					return fmt.Errorf("%w: %d bytes after the msgpack value", ErrFrame, len(b)-i)
+				}
+				return nil
+			}
+			depth--
+			due = open[depth]
+		}
+		if i >= len(b) {
+			return fmt.Errorf("%w: msgpack truncated at byte %d", ErrFrame, i)
+		}
+		c := b[i]
+		i++
+		due--
+
+		// Each value is a code byte, then either a payload of skip bytes
+		// or, for an array or map, its values.
+		var skip, values, entries uint64
+		container := false
+		switch {
+		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+			// fixint, nil, false, true
+		case c <= 0x8f:
+			container, entries = true, uint64(c&0x0f)
+			values = 2 * entries
+		case c <= 0x9f:
+			container, entries = true, uint64(c&0x0f)
+			values = entries
+		case c <= 0xbf:
+			skip = uint64(c & 0x1f)
+		case c == 0xc1:
+			return fmt.Errorf("%w: msgpack code 0xc1 at byte %d", ErrFrame, i-1)
+		default:
+			var n uint64
+			if w := msgpackLenWidth(c); w > 0 {
+				if len(b)-i < w {
+					return fmt.Errorf("%w: msgpack truncated at byte %d", ErrFrame, i)
+				}
+				for _, x := range b[i : i+w] {
+					n = n<<8 | uint64(x)
+				}
+				i += w
+			}
+			switch c {
+			case 0xc4, 0xc5, 0xc6, 0xd9, 0xda, 0xdb: // bin, str
+				skip = n
+			case 0xc7, 0xc8, 0xc9: // ext: type byte, then data
+				skip = n + 1
+			case 0xcc, 0xd0: // uint8, int8
+				skip = 1
+			case 0xcd, 0xd1: // uint16, int16
+				skip = 2
+			case 0xca, 0xce, 0xd2: // float32, uint32, int32
+				skip = 4
+			case 0xcb, 0xcf, 0xd3: // float64, uint64, int64
+				skip = 8
+			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16: type byte, then data
+				skip = 1 + 1<<(c-0xd4)
+			case 0xdc, 0xdd: // array
+				container, entries, values = true, n, n
+			case 0xde, 0xdf: // map
+				container, entries, values = true, n, 2*n
+			}
+		}
+		rest := uint64(len(b) - i)
+		if !container {
+			if skip > rest {
+				return fmt.Errorf("%w: msgpack value at byte %d needs %d bytes, %d remain", ErrFrame, i, skip, rest)
+			}
+			i += int(skip)
+			continue
+		}
+		if values > rest {
+			return fmt.Errorf("%w: msgpack container at byte %d declares %d values, %d bytes remain", ErrFrame, i, values, rest)
+		}
+		if depth == maxDepth {
+			return fmt.Errorf("%w: nested deeper than %d", ErrFrame, maxDepth)
+		}
+		elements += entries
+		if elements > maxElements {
+			return fmt.Errorf("%w: more than %d elements", ErrFrame, maxElements)
+		}
+		if values > 0 {
+			open[depth] = due
+			depth++
+			due = values
+		}
+	}
+}
+
+// msgpackLenWidth is how many length bytes follow code c: those of bin,
+// str, ext, array and map; 0 for every other code.
+func msgpackLenWidth(c byte) int {
+	switch c {
+	case 0xc4, 0xc7, 0xd9:
+		return 1
+	case 0xc5, 0xc8, 0xda, 0xdc, 0xde:
+		return 2
+	case 0xc6, 0xc9, 0xdb, 0xdd, 0xdf:
+		return 4
+	}
+	return 0
 }
 
 // newMessage returns an empty frame of a kind. Reply frames share their
@@ -142,6 +328,17 @@ func newMessage(kind string) Message {
 	return nil
 }
 
+// PeekHeader reads only a frame's kind and rid, so that a server can
+// address its refusal of a frame that does not decode to the request that
+// sent it. It returns a zero Header when even that cannot be read.
+func PeekHeader(b []byte, f Format) Header {
+	var h Header
+	if len(b) > MaxFrameBytes || unmarshal(b, f, &h) != nil || len(h.RID) > 256 {
+		return Header{}
+	}
+	return h
+}
+
 // IsRequest reports whether kind is a request that gets a Reply.
 func IsRequest(kind string) bool {
 	switch kind {
@@ -153,10 +350,17 @@ func IsRequest(kind string) bool {
 
 // DecodeServerFrame decodes a frame the client received: replies (a
 // request kind with "ok") decode as *Reply, everything else as Decode does.
-func DecodeServerFrame(b []byte, f Format) (Message, error) {
-	if len(b) > MaxFrameBytes {
-		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrFrame, len(b), MaxFrameBytes)
+// Like Decode, it never panics.
+func DecodeServerFrame(b []byte, f Format) (m Message, err error) {
+	defer recoverFrame(&m, &err)
+	if err := checkShape(b, f); err != nil {
+		return nil, err
 	}
+	return decodeServerFrame(b, f)
+}
+
+// decodeServerFrame is DecodeServerFrame after checkShape.
+func decodeServerFrame(b []byte, f Format) (Message, error) {
 	var h Header
 	if err := unmarshal(b, f, &h); err != nil {
 		return nil, err
@@ -168,7 +372,7 @@ func DecodeServerFrame(b []byte, f Format) (Message, error) {
 		}
 		return &r, nil
 	}
-	return Decode(b, f)
+	return decode(b, f)
 }
 
 // Limits on request contents, checked by Decode.
@@ -195,11 +399,21 @@ func checkHeads(h []string) error {
 		return fmt.Errorf("%d heads, at most %d", len(h), maxHeads)
 	}
 	for _, x := range h {
-		if len(x) != 64 {
+		if len(x) != 64 || !isHex(x) {
 			return fmt.Errorf("head %q is not 64 hex digits", truncate(x))
 		}
 	}
 	return nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Hello) validate() error {

@@ -1,4 +1,4 @@
-module github.com/accord-crdt/accord/examples/server
+module github.com/accord-crdt/accord/examples
 
 go 1.26
 
@@ -13,4 +13,4 @@ require (
 	golang.org/x/sys v0.45.0 // indirect
 )
 
-replace github.com/accord-crdt/accord => ../..
+replace github.com/accord-crdt/accord => ../
