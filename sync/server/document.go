@@ -40,6 +40,10 @@ type document struct {
 	pipe    *pipeStore
 	conns   map[*conn]bool
 	held    []delivery
+	// sessions holds each connection's automerge sync sessions, by
+	// decision; they point into the authority's documents, so a reload
+	// drops them all.
+	sessions map[*conn]map[string]*crdt.Session
 }
 
 type op struct {
@@ -60,7 +64,8 @@ type delivery struct {
 }
 
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]bool{}}
+	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]bool{},
+		sessions: map[*conn]map[string]*crdt.Session{}}
 }
 
 // submit hands an op to the document goroutine; false if the conn or the
@@ -158,6 +163,7 @@ func (d *document) failGroup(ctx context.Context) {
 	if err := d.auth.Reload(ctx); err != nil {
 		d.s.opts.Logger.Error("reload failed", "doc", d.id, "err", err)
 	}
+	d.sessions = map[*conn]map[string]*crdt.Session{}
 	var kept []delivery
 	for _, h := range d.held {
 		switch {
@@ -209,6 +215,7 @@ func (d *document) broadcast(except *conn, m wire.Message) {
 func (d *document) handle(ctx context.Context, o op) {
 	if o.leave {
 		delete(d.conns, o.c)
+		delete(d.sessions, o.c)
 		return
 	}
 	if d.loadErr != nil {
@@ -231,6 +238,8 @@ func (d *document) handle(ctx context.Context, o op) {
 		d.appendItem(ctx, o.c, m)
 	case *wire.Why:
 		d.why(ctx, o.c, m)
+	case *wire.Sync:
+		d.sync(ctx, o.c, m)
 	default:
 		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+o.msg.FrameKind())
 	}
@@ -497,3 +506,55 @@ func (p *pipeStore) take() *persist.Write {
 
 // Close is a no-op: the Server's owner closes the real store.
 func (p *pipeStore) Close() error { return nil }
+
+// sync runs the automerge sync protocol with one connection over one
+// decision. Every message is parsed and bounds-checked before automerge
+// sees it; changes it carries are edits, checked and committed by the
+// authority like question:edit, and only the rest of the message reaches
+// the session.
+func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
+	if _, _, err := d.auth.Draft(m.ID); err != nil {
+		c.replyError(c.format, m.RID, string(question.NotFound), "no decision "+m.ID)
+		return
+	}
+	msg, err := crdt.ParseSyncMessage(m.Msg)
+	if err != nil {
+		c.replyError(c.format, m.RID, string(question.Invalid), err.Error())
+		return
+	}
+	if len(msg.Changes) > 0 {
+		var batch []byte
+		for _, ch := range msg.Changes {
+			batch = append(batch, ch...)
+		}
+		res, err := d.auth.Edit(ctx, c.member, m.ID, batch)
+		if err != nil {
+			r := d.refusal(wire.Header{Kind: wire.KindEdit, RID: m.RID}, m.ID, err)
+			d.replyTo(c, r)
+			return
+		}
+		if len(res.Changes) > 0 {
+			d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+		}
+		msg = &crdt.SyncMessage{Heads: msg.Heads, Need: msg.Need, Have: msg.Have}
+	}
+	byID := d.sessions[c]
+	if byID == nil {
+		byID = map[string]*crdt.Session{}
+		d.sessions[c] = byID
+	}
+	sess := byID[m.ID]
+	if sess == nil {
+		if sess, err = d.auth.NewSession(m.ID); err != nil {
+			return
+		}
+		byID[m.ID] = sess
+	}
+	if err := sess.ReceiveParsed(msg); err != nil {
+		c.replyError(c.format, m.RID, string(question.Invalid), err.Error())
+		return
+	}
+	if out, ok := sess.Generate(); ok {
+		d.hold(delivery{to: c, msg: &encoded{msg: &wire.Sync{Header: wire.Header{Kind: wire.KindSync}, ID: m.ID, Msg: out}}})
+	}
+}

@@ -348,3 +348,45 @@ func TestUnauthorizedAndBadOrigin(t *testing.T) {
 		t.Fatal()
 	}
 }
+
+func TestSyncProtocolCatchUpAndCraftedMessages(t *testing.T) {
+	ts := startServer(t, "")
+	ana := dial(t, ts, "ana", wire.Binary)
+	rec := ana.create("k1")
+	ana.edit(rec.ID, func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
+	ben := dial(t, ts, "ben", wire.Binary)
+	// ben catches up from nothing over the automerge sync protocol.
+	empty, err := crdt.Load(nil, nil, crdt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := empty.NewSession()
+	for round := 0; round < 20; round++ {
+		if msg, ok := sess.Generate(); ok {
+			ben.send(&wire.Sync{Header: wire.Header{Kind: wire.KindSync}, ID: rec.ID, Msg: msg})
+		}
+		want, _ := ana.docs[rec.ID].Draft()
+		if got, err := empty.Draft(); err == nil && got.Equal(want) {
+			break
+		}
+		m := ben.expect(wire.KindSync).(*wire.Sync)
+		if err := sess.Receive(m.Msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := empty.Draft()
+	want, _ := ana.docs[rec.ID].Draft()
+	if err != nil || !got.Equal(want) {
+		t.Fatalf("synced draft %+v, want %+v (%v)", got, want, err)
+	}
+	// A have whose Bloom filter declares entries with zero bits each would
+	// abort automerge; it is refused and the server carries on.
+	crafted := []byte{0x42, 0, 0, 1, 0, 3, 1, 0, 7, 0}
+	ben.send(&wire.Sync{Header: wire.Header{Kind: wire.KindSync, RID: "s1"}, ID: rec.ID, Msg: crafted})
+	if e := ben.expect(wire.KindError).(*wire.Error); e.Reason != "invalid" || e.RID != "s1" {
+		t.Fatalf("crafted sync: %+v", e)
+	}
+	if r := ana.edit(rec.ID, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) }); !r.OK {
+		t.Fatalf("server did not carry on: %s", r.Message)
+	}
+}
