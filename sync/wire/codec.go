@@ -330,10 +330,16 @@ func newMessage(kind string) Message {
 
 // PeekHeader reads only a frame's kind and rid, so that a server can
 // address its refusal of a frame that does not decode to the request that
-// sent it. It returns a zero Header when even that cannot be read.
-func PeekHeader(b []byte, f Format) Header {
-	var h Header
-	if len(b) > MaxFrameBytes || unmarshal(b, f, &h) != nil || len(h.RID) > 256 {
+// sent it. It returns a zero Header when even that cannot be read, and for
+// any frame checkShape refuses: the msgpack decoder skips nested values
+// recursively, so a deeply nested frame would overflow the stack.
+func PeekHeader(b []byte, f Format) (h Header) {
+	defer func() {
+		if recover() != nil {
+			h = Header{}
+		}
+	}()
+	if checkShape(b, f) != nil || unmarshal(b, f, &h) != nil || len(h.RID) > 256 {
 		return Header{}
 	}
 	return h
