@@ -1,0 +1,712 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// Client is a member's connection to one document's decisions, with a
+// local replica of each decision's CRDT document. Every exported method is
+// safe for concurrent use.
+type Client struct {
+	opts   Options
+	url    string
+	log    *slog.Logger
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned
+	once   sync.Once
+
+	out     chan *request // requests waiting for the writer
+	kick    chan struct{} // capacity 1: local changes wait to be pushed
+	events  chan Event
+	dropped atomic.Uint64
+	rid     atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	reps     map[string]*replica
+	records  map[string]*question.Record
+	order    []string // record ids, the server's order first
+	sess     *session // nil while disconnected
+	member   string
+	readOnly bool
+	changed  chan struct{} // closed and replaced whenever waiters should look again
+}
+
+// replica is one decision's local document and what the server is known
+// to have accepted of it. Guarded by Client.mu.
+type replica struct {
+	doc *crdt.Doc
+	// accepted are heads the server holds and the replica holds too: the
+	// last accepted revision. Edits carry the changes since them; a hello
+	// lists them. nil when unknown.
+	accepted crdt.Heads
+	inflight string     // rid of the edit awaiting its reply, "" if none
+	sent     crdt.Heads // the replica's heads when that edit was made
+	seq      uint64     // local changes made by this process
+	// held is the refusal of an edit refused without reset; the changes
+	// wait for a new local change or connection.
+	held error
+	// reset is the refusal that last reset the replica, until a Flush
+	// reports it; droppedAt is seq at that reset.
+	reset     error
+	droppedAt uint64
+}
+
+// session is one connection, from its welcome until it fails. Its maps
+// are guarded by Client.mu.
+type session struct {
+	conn    Conn
+	msgType int
+	pending map[string]*request // requests written and awaiting replies
+	known   map[string]bool     // decisions the server has named on this connection
+	synced  map[string]bool     // decisions caught up on this connection
+	quit    chan struct{}       // closed when the connection is over
+}
+
+type request struct {
+	ctx   context.Context
+	rid   string
+	data  []byte
+	reply chan result // capacity 1
+}
+
+type result struct {
+	reply *wire.Reply
+	err   error
+}
+
+// Dial starts a client of the document at url (the server's WebSocket
+// URL with ?doc=<id>). It restores any replicas saved in opts.Dir, dials
+// and waits for the server's welcome, bounded by ctx, unless
+// opts.Background is set. From then on the client keeps the connection
+// up, redialling with backoff, until Close.
+func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		opts:    opts,
+		url:     url,
+		log:     opts.Logger,
+		done:    make(chan struct{}),
+		out:     make(chan *request, requestQueue),
+		kick:    make(chan struct{}, 1),
+		events:  make(chan Event, opts.EventBuffer),
+		reps:    map[string]*replica{},
+		records: map[string]*question.Record{},
+		changed: make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if err := c.restore(); err != nil {
+		c.cancel()
+		return nil, err
+	}
+	var s *session
+	if !opts.Background {
+		conn, w, err := c.connect(ctx)
+		if err != nil {
+			c.cancel()
+			return nil, err
+		}
+		s = c.begin(conn, w)
+	}
+	go c.run(s)
+	return c, nil
+}
+
+// Close stops the client: it closes the connection, fails waiting
+// requests with ErrClosed, waits for its goroutines to end and closes the
+// Events channel. The replicas stay readable.
+func (c *Client) Close() error {
+	c.once.Do(c.cancel)
+	<-c.done
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// Events returns the channel of events. It is buffered
+// (Options.EventBuffer); when the reader falls behind, the oldest events
+// are dropped (see Dropped). It is closed by Close.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Dropped returns how many events were dropped because Events was full.
+func (c *Client) Dropped() uint64 { return c.dropped.Load() }
+
+// Member returns who the server says the client is, and whether they may
+// write. Both are zero before the first welcome.
+func (c *Client) Member() (login string, write bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.member, c.member != "" && !c.readOnly
+}
+
+// Connected reports whether the client is connected and welcomed.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess != nil
+}
+
+func (c *Client) newRID() string { return strconv.FormatUint(c.rid.Add(1), 36) }
+
+// notify wakes every waiter on c.changed. The caller holds c.mu.
+func (c *Client) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// kickWriter asks the writer to push local changes.
+func (c *Client) kickWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// connect dials and exchanges hello and welcome, within the handshake
+// timeout.
+func (c *Client) connect(ctx context.Context) (Conn, *wire.Welcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.HandshakeTimeout)
+	defer cancel()
+	conn, err := c.opts.Dialer(ctx, c.url, c.opts.Header.Clone())
+	if err != nil {
+		return nil, nil, fmt.Errorf("replica: dial: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	w, err := c.handshake(conn)
+	if !stop() && err == nil {
+		err = ctx.Err() // the connection was closed under the handshake
+	}
+	if err != nil {
+		conn.Close()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("replica: handshake: %w", ctx.Err())
+		}
+		return nil, nil, err
+	}
+	return conn, w, nil
+}
+
+// handshake sends the hello, listing the accepted heads of every replica,
+// and reads the welcome.
+func (c *Client) handshake(conn Conn) (*wire.Welcome, error) {
+	c.mu.Lock()
+	have := map[string][]string{}
+	for id, rep := range c.reps {
+		if len(rep.accepted) > 0 {
+			have[id] = wireHeads(rep.accepted)
+		}
+	}
+	c.mu.Unlock()
+	b, err := wire.Encode(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version, Have: have}, c.opts.Format)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.WriteMessage(c.msgType(), b); err != nil {
+		return nil, fmt.Errorf("replica: hello: %w", err)
+	}
+	for {
+		typ, data, err := conn.ReadMessage()
+		if err != nil {
+			return nil, fmt.Errorf("replica: welcome: %w", err)
+		}
+		f, ok := formatOf(typ)
+		if !ok {
+			continue
+		}
+		m, err := wire.DecodeServerFrame(data, f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		switch m := m.(type) {
+		case *wire.Welcome:
+			if m.V != wire.Version {
+				return nil, fmt.Errorf("%w: server speaks version %d, not %d", ErrProtocol, m.V, wire.Version)
+			}
+			return m, nil
+		case *wire.Error:
+			return nil, fmt.Errorf("%w: server refused the hello: %s: %s", ErrProtocol, m.Reason, m.Message)
+		default:
+			return nil, fmt.Errorf("%w: %s before the welcome", ErrProtocol, m.FrameKind())
+		}
+	}
+}
+
+func (c *Client) msgType() int {
+	if c.opts.Format == wire.Text {
+		return websocket.TextMessage
+	}
+	return websocket.BinaryMessage
+}
+
+func formatOf(messageType int) (wire.Format, bool) {
+	switch messageType {
+	case websocket.BinaryMessage:
+		return wire.Binary, true
+	case websocket.TextMessage:
+		return wire.Text, true
+	}
+	return 0, false
+}
+
+// begin makes a welcomed connection the current session and adopts the
+// welcome's records.
+func (c *Client) begin(conn Conn, w *wire.Welcome) *session {
+	s := &session{
+		conn: conn, msgType: c.msgType(),
+		pending: map[string]*request{}, known: map[string]bool{}, synced: map[string]bool{},
+		quit: make(chan struct{}),
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.member, c.readOnly = w.Member, !w.Write
+	order := make([]string, 0, len(w.Records))
+	for _, r := range w.Records {
+		s.known[r.ID] = true
+		c.adoptRecord(r)
+		order = append(order, r.ID)
+	}
+	for _, id := range c.order {
+		if !s.known[id] {
+			order = append(order, id)
+		}
+	}
+	c.order = order
+	c.sess = s
+	c.notify()
+	return s
+}
+
+// run owns the connection's lifecycle: it serves each connection (reading
+// its frames itself, with one writer goroutine beside it), and after a
+// loss backs off and redials, until Close. It is the only goroutine that
+// emits events.
+func (c *Client) run(s *session) {
+	defer close(c.done)
+	defer close(c.events)
+	attempt := 0
+	lost := s == nil // whether "reconnecting" was announced
+	for {
+		if s == nil {
+			conn, w, err := c.connect(c.ctx)
+			if err != nil {
+				if c.ctx.Err() != nil {
+					return
+				}
+				c.log.Info("cannot connect", "url", c.url, "attempt", attempt+1, "err", err)
+				if !lost {
+					c.emit(Event{Kind: KindReconnecting, Err: err})
+					lost = true
+				}
+				if !c.sleep(c.backoff(attempt)) {
+					return
+				}
+				attempt++
+				continue
+			}
+			s = c.begin(conn, w)
+		}
+		lost = false
+		start := time.Now()
+		err := c.serve(s)
+		s = nil
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.Info("connection lost", "url", c.url, "err", err)
+		c.emit(Event{Kind: KindReconnecting, Err: err})
+		lost = true
+		if time.Since(start) >= c.opts.MaxBackoff {
+			attempt = 0
+		}
+		if !c.sleep(c.backoff(attempt)) {
+			return
+		}
+		attempt++
+	}
+}
+
+// backoff is the jittered wait before redial attempt n (from 0):
+// between half and all of MinBackoff·2ⁿ, capped at MaxBackoff.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.opts.MaxBackoff
+	if n < 30 {
+		if e := c.opts.MinBackoff << n; e > 0 && e < d {
+			d = e
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// serve runs one connection until it fails or the client closes: this
+// goroutine reads and applies frames; a writer goroutine owns every write.
+// When the read loop ends, the connection is closed, the writer is waited
+// for, and requests awaiting replies fail with ErrDisconnected.
+func (c *Client) serve(s *session) error {
+	stop := context.AfterFunc(c.ctx, func() { s.conn.Close() })
+	defer stop()
+	c.emit(Event{Kind: KindConnected, By: c.memberLogin()})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop(s)
+	}()
+	err := c.readLoop(s)
+	s.conn.Close()
+	close(s.quit)
+	wg.Wait()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sess = nil
+	for rid, r := range s.pending {
+		r.reply <- result{err: ErrDisconnected}
+		delete(s.pending, rid)
+	}
+	for _, rep := range c.reps {
+		rep.inflight, rep.sent, rep.held = "", nil, nil
+	}
+	c.notify()
+	return err
+}
+
+func (c *Client) memberLogin() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.member
+}
+
+// readLoop reads frames until the connection fails or a frame shows the
+// replica out of step.
+func (c *Client) readLoop(s *session) error {
+	for {
+		typ, data, err := s.conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		f, ok := formatOf(typ)
+		if !ok {
+			continue
+		}
+		m, err := wire.DecodeServerFrame(data, f)
+		if err != nil {
+			c.log.Warn("ignoring a frame that does not decode", "err", err)
+			continue
+		}
+		if err := c.handle(s, m); err != nil {
+			return err
+		}
+	}
+}
+
+// writeLoop owns every write to the session's connection: the edits that
+// local changes call for, queued requests and pings. A failed write
+// closes the connection, which ends the read loop.
+func (c *Client) writeLoop(s *session) {
+	var tick <-chan time.Time
+	p, canPing := s.conn.(interface{ Ping() error })
+	if canPing && c.opts.PingInterval > 0 {
+		t := time.NewTicker(c.opts.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var err error
+		select {
+		case <-s.quit:
+			return
+		case <-c.kick:
+			err = c.pushEdits(s)
+		case r := <-c.out:
+			err = c.writeRequest(s, r)
+		case <-tick:
+			err = p.Ping()
+		}
+		if err != nil {
+			c.log.Info("write failed", "err", err)
+			s.conn.Close()
+			return
+		}
+	}
+}
+
+// pushEdits sends, for every caught-up decision with local changes and no
+// edit in flight, one edit carrying every change since the accepted
+// heads. Later changes wait for that edit's reply, then go in the next.
+func (c *Client) pushEdits(s *session) error {
+	var frames [][]byte
+	c.mu.Lock()
+	for id, rep := range c.reps {
+		if !s.synced[id] || rep.inflight != "" || rep.held != nil {
+			continue
+		}
+		heads := rep.doc.Heads()
+		if heads.Equal(rep.accepted) {
+			continue
+		}
+		changes, err := rep.doc.ChangesSince(rep.accepted)
+		if err != nil {
+			c.log.Error("cannot encode local changes; sending the whole history", "id", id, "err", err)
+			rep.accepted = nil
+			if changes, err = rep.doc.ChangesSince(nil); err != nil {
+				continue
+			}
+		}
+		if len(changes) == 0 {
+			rep.accepted = heads
+			continue
+		}
+		rid := c.newRID()
+		b, err := wire.Encode(&wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: rid}, ID: id, Changes: changes}, c.opts.Format)
+		if err != nil {
+			c.log.Error("cannot encode an edit", "id", id, "err", err)
+			continue
+		}
+		rep.inflight, rep.sent = rid, heads
+		frames = append(frames, b)
+	}
+	if len(frames) > 0 {
+		c.notify()
+	}
+	c.mu.Unlock()
+	for _, b := range frames {
+		if err := s.conn.WriteMessage(s.msgType, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Client) writeRequest(s *session, r *request) error {
+	if r.ctx.Err() != nil {
+		return nil // its caller has gone
+	}
+	c.mu.Lock()
+	s.pending[r.rid] = r
+	c.mu.Unlock()
+	if err := s.conn.WriteMessage(s.msgType, r.data); err != nil {
+		c.mu.Lock()
+		delete(s.pending, r.rid)
+		c.mu.Unlock()
+		r.reply <- result{err: fmt.Errorf("%w: %v", ErrDisconnected, err)}
+		return err
+	}
+	return nil
+}
+
+// handle applies one frame from the server.
+func (c *Client) handle(s *session, m wire.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch m := m.(type) {
+	case *wire.Reply:
+		c.applyReply(s, m)
+	case *wire.Doc:
+		c.applyDoc(s, m)
+	case *wire.Changes:
+		return c.applyChanges(s, m)
+	case *wire.Event:
+		c.applyEvent(s, m)
+	case *wire.Error:
+		err := fmt.Errorf("replica: server error: %s: %s", m.Reason, m.Message)
+		c.log.Warn("server reported an error", "reason", m.Reason, "message", m.Message)
+		if r := s.pending[m.RID]; m.RID != "" && r != nil {
+			delete(s.pending, m.RID)
+			r.reply <- result{err: err}
+		}
+		c.emit(Event{Kind: wire.KindError, Err: err})
+	default:
+		c.log.Debug("ignoring a frame", "kind", m.FrameKind())
+	}
+	return nil
+}
+
+// applyDoc merges a whole accepted document into the replica, keeping
+// local changes not yet accepted.
+func (c *Client) applyDoc(s *session, m *wire.Doc) {
+	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
+	if err != nil {
+		c.log.Error("cannot load a decision's document", "id", m.ID, "err", err)
+		return
+	}
+	rep := c.reps[m.ID]
+	if rep == nil {
+		rep = &replica{doc: srv}
+		c.reps[m.ID] = rep
+	} else if err := rep.doc.Merge(srv); err != nil {
+		c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
+		rep.doc = srv
+	}
+	rep.accepted = srv.Heads()
+	if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
+		rep.accepted = h
+	}
+	s.known[m.ID], s.synced[m.ID] = true, true
+	c.saveLogged(m.ID)
+	c.notify()
+	c.kickWriter()
+	c.emit(c.eventFor(wire.KindDoc, m.ID, ""))
+}
+
+// applyChanges applies accepted changes. Changes that do not apply mean
+// the replica missed something; the connection is ended so that the
+// reconnect's hello catches the replica up.
+func (c *Client) applyChanges(s *session, m *wire.Changes) error {
+	rep := c.reps[m.ID]
+	if rep == nil {
+		c.log.Warn("changes for a decision without a replica", "id", m.ID)
+		return errResync
+	}
+	if _, err := rep.doc.ApplyChanges(m.Changes); err != nil {
+		c.log.Warn("accepted changes do not apply", "id", m.ID, "err", err)
+		return fmt.Errorf("%w: %v", errResync, err)
+	}
+	if h, err := parseWireHeads(m.Heads); err == nil && rep.doc.Has(h) {
+		rep.accepted = h
+	}
+	s.known[m.ID], s.synced[m.ID] = true, true
+	c.saveLogged(m.ID)
+	c.notify()
+	c.kickWriter()
+	c.emit(c.eventFor(wire.KindChanges, m.ID, m.By))
+	return nil
+}
+
+func (c *Client) applyEvent(s *session, m *wire.Event) {
+	if m.Record != nil {
+		c.adoptRecord(*m.Record)
+	}
+	if m.Definition != nil {
+		c.adoptDefinition(m.ID, *m.Definition)
+	}
+	if m.Kind == wire.KindCreated {
+		s.known[m.ID] = true
+	}
+	c.saveLogged(m.ID)
+	c.notify()
+	e := c.eventFor(m.Kind, m.ID, m.By)
+	e.Answer, e.Question, e.Option, e.Criterion = m.Answer, m.Question, m.Option, m.Criterion
+	c.emit(e)
+}
+
+func (c *Client) applyReply(s *session, m *wire.Reply) {
+	if m.Kind == wire.KindEdit {
+		if rep := c.reps[m.ID]; rep != nil && rep.inflight == m.RID && m.RID != "" {
+			c.editReply(m.ID, rep, m)
+		} else {
+			c.log.Warn("reply to an edit not in flight", "id", m.ID, "rid", m.RID)
+		}
+		return
+	}
+	if m.OK {
+		if m.Record != nil {
+			c.adoptRecord(*m.Record)
+		}
+		for _, r := range m.Records {
+			c.adoptRecord(r)
+			s.known[r.ID] = true
+		}
+		for _, res := range m.Results {
+			if res.Record != nil {
+				c.adoptRecord(*res.Record)
+			}
+		}
+		if m.Definition != nil {
+			c.adoptDefinition(m.ID, *m.Definition)
+		}
+		if m.ID != "" {
+			c.saveLogged(m.ID)
+		}
+		c.notify()
+	}
+	if r := s.pending[m.RID]; r != nil {
+		delete(s.pending, m.RID)
+		r.reply <- result{reply: m}
+	}
+}
+
+// editReply settles the edit in flight: accepted, its changes become the
+// accepted heads; refused with reset, the replica returns to the accepted
+// document the reply carries; refused otherwise, the changes are kept and
+// wait for the next local change or connection.
+func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
+	sent := rep.sent
+	rep.inflight, rep.sent = "", nil
+	defer func() {
+		c.saveLogged(id)
+		c.notify()
+		c.kickWriter()
+	}()
+	if m.OK {
+		if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
+			rep.accepted = h
+		} else {
+			rep.accepted = sent
+		}
+		return
+	}
+	ref := &question.Refusal{Reason: m.Reason, Message: m.Message, Reset: m.Reset}
+	c.log.Info("edit refused", "id", id, "reason", m.Reason, "message", m.Message, "reset", m.Reset)
+	if m.Reset {
+		if err := c.reset(rep, m.Doc); err != nil {
+			c.log.Error("cannot reset the replica", "id", id, "err", err)
+		}
+		rep.reset, rep.droppedAt = ref, rep.seq
+	} else {
+		rep.held = ref
+	}
+	e := c.eventFor(KindEditRefused, id, "")
+	e.Err = ref
+	c.emit(e)
+}
+
+// reset returns a replica to the accepted document: the one the refusal
+// carries, or else the replica as of its accepted heads. The new replica
+// writes as a fresh actor, so nothing it writes can collide with the
+// dropped changes.
+func (c *Client) reset(rep *replica, doc []byte) error {
+	var d *crdt.Doc
+	var err error
+	if len(doc) > 0 {
+		d, err = crdt.Load(doc, nil, crdt.Options{})
+	}
+	if d == nil {
+		if len(rep.accepted) == 0 {
+			return errors.Join(err, errors.New("no accepted heads to return to"))
+		}
+		if d, err = rep.doc.ForkAt(rep.accepted, ""); err != nil {
+			return err
+		}
+	}
+	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
+	return nil
+}

@@ -1,0 +1,76 @@
+// Package replica is the Go client of Accord's sync protocol: a member's
+// connection to one document's decisions, holding a local replica (a
+// crdt.Doc) of every decision's shared draft.
+//
+// Edits (SetMark, Choose, SpliceText, SetText) apply to the local replica
+// at once, connected or not, and are sent to the server as question:edit
+// frames carrying the changes since the last accepted revision. At most
+// one edit per decision is in flight; changes made meanwhile go in the
+// next one. A refused edit that asks for a reset returns the replica to
+// the accepted draft the refusal carries: the decision's accepted edits
+// stay, the refused and later unaccepted local changes are dropped.
+//
+// Requests (Submit, Reopen, Discard, Expand, SetWhy, AppendOption,
+// AppendCriterion, Create) wait for their reply, bounded by their context,
+// and for a connection when there is none. A refusal is a
+// *question.Refusal: test it with errors.Is(err, question.ErrStale) and
+// the other sentinels. Submit first waits until the replica's edits are
+// accepted, so the revision it claims is the one displayed.
+//
+// When the connection is lost the client backs off (exponential, jittered)
+// and redials. Its hello lists, per decision, the last revision the server
+// accepted, never the replica's own heads, which may hold changes the
+// server never saw; the server answers with the changes since then (or
+// the whole document), which merge into the replica beside its local
+// changes, and the changes the server has not accepted are then pushed.
+// So a reconnecting client holds the accepted shared draft together with
+// its own offline edits once they are accepted (L11).
+//
+// Definitions only grow: a record or definition that arrives with fewer
+// options or criteria for any question than the client holds (an older
+// one) never replaces the held definition (C5).
+//
+// With Options.Dir set, each decision's replica, its accepted revision
+// and its record are saved to a file after every local change and every
+// applied frame (written to a temporary file, then renamed). A client
+// started again on the same Dir restores its drafts and unsent edits,
+// works offline with Options.Background, and pushes them on connecting.
+//
+// # Usage
+//
+//	c, err := replica.Dial(ctx, "wss://host/decisions?doc=plan-7", replica.Options{
+//		Header: http.Header{"Authorization": {"Bearer " + token}},
+//		Dir:    filepath.Join(stateDir, "plan-7"),
+//		Logger: logger,
+//	})
+//	if err != nil { ... }
+//	defer c.Close()
+//	go func() {
+//		for e := range c.Events() { // others' edits and saves, connection state
+//			render(e)
+//		}
+//	}()
+//	c.SetMark(id, "q1", "opt-a", "cost", marks.Yes) // local at once, sent when it can be
+//	draft, heads, err := c.Draft(id)                 // what to display
+//	results, err := c.Submit(ctx, id)               // flush, then save the displayed revision
+//	if errors.Is(err, question.ErrStale) { ... }
+//
+// # Goroutines
+//
+// Dial starts one goroutine, run, which owns the connection's lifecycle:
+// it dials, sends the hello and reads the welcome, then reads and applies
+// every frame of the connection itself; when the connection fails it
+// backs off and redials. For each connection run starts one writer
+// goroutine, the only one that writes to the connection: it sends the
+// edits local changes call for, the queued requests, and pings. run waits
+// for the writer before redialling, and Close waits for run. run is also
+// the only goroutine that sends on Events, which it closes when it ends.
+//
+// The replicas, records and pending requests are guarded by one mutex.
+// The exported methods and both goroutines hold it only for short
+// sections that never wait on anything but, with Options.Dir, the
+// replica's file (a local edit, applying one frame, choosing the next
+// edits), and never while reading from or writing to the connection.
+// Events never block the reader: when the buffer is full the oldest event
+// is dropped and counted (Dropped).
+package replica

@@ -1,0 +1,204 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/question"
+)
+
+// SetMark sets one cell of a choice question's criteria matrix in the
+// decision's shared draft; marks.Cleared clears it. Like every edit it
+// applies to the local replica at once, connected or not, and is sent to
+// the server when it can be.
+func (c *Client) SetMark(id, q, option, criterion string, m marks.Mark) error {
+	return c.edit(id, func(d *crdt.Doc) error { return d.SetMark(q, option, criterion, m) })
+}
+
+// Choose selects (on) or deselects an option of a choice question.
+func (c *Client) Choose(id, q, option string, on bool) error {
+	return c.edit(id, func(d *crdt.Doc) error { return d.Choose(q, option, on) })
+}
+
+// SpliceText edits a written answer: delete del characters (code points)
+// at pos, then insert ins.
+func (c *Client) SpliceText(id, q string, pos, del int, ins string) error {
+	return c.edit(id, func(d *crdt.Doc) error { return d.SpliceText(q, pos, del, ins) })
+}
+
+// SetText replaces a written answer with s by the smallest splice.
+func (c *Client) SetText(id, q, s string) error {
+	return c.edit(id, func(d *crdt.Doc) error { return d.SetText(q, s) })
+}
+
+// edit applies a local change to a replica, saves it and wakes the writer.
+// An error from saving to Dir is returned, but the change stays applied
+// and is still sent.
+func (c *Client) edit(id string, f func(d *crdt.Doc) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if c.readOnly {
+		return refusal(question.Forbidden, "%s may read but not edit", c.member)
+	}
+	rec := c.records[id]
+	if rec != nil && rec.Status != question.Open {
+		return refusal(question.Resolved, "the decision is %s; reopen it to change the answer", rec.Status)
+	}
+	rep := c.reps[id]
+	if rep == nil {
+		if rec == nil {
+			return refusal(question.NotFound, "no decision %q", id)
+		}
+		return ErrNoReplica
+	}
+	before := rep.doc.Heads()
+	if err := f(rep.doc); err != nil {
+		return fmt.Errorf("replica: %s: %w", id, err)
+	}
+	if rep.doc.Heads().Equal(before) {
+		return nil // nothing changed
+	}
+	rep.seq++
+	rep.held = nil
+	err := c.save(id)
+	c.notify()
+	c.kickWriter()
+	return err
+}
+
+// Draft returns the replica's draft of the decision's current generation,
+// with local changes, and the revision (heads) it is at.
+func (c *Client) Draft(id string) (crdt.Draft, crdt.Heads, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := c.reps[id]
+	if rep == nil {
+		if c.records[id] != nil {
+			return crdt.Draft{}, nil, ErrNoReplica
+		}
+		return crdt.Draft{}, nil, refusal(question.NotFound, "no decision %q", id)
+	}
+	d, err := rep.doc.Draft()
+	if err != nil {
+		return crdt.Draft{}, nil, fmt.Errorf("replica: %s: %w", id, err)
+	}
+	return d, rep.doc.Heads(), nil
+}
+
+// Accepted returns the last revision of the decision's draft the server
+// is known to have accepted, and whether the replica holds local changes
+// beyond it.
+func (c *Client) Accepted(id string) (heads crdt.Heads, unsent bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := c.reps[id]
+	if rep == nil {
+		return nil, false, refusal(question.NotFound, "no replica of decision %q", id)
+	}
+	return slices.Clone(rep.accepted), !rep.doc.Heads().Equal(rep.accepted), nil
+}
+
+// Record returns a copy of a decision's record.
+func (c *Client) Record(id string) (question.Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec := c.records[id]
+	if rec == nil {
+		return question.Record{}, false
+	}
+	return cloneRecord(*rec), true
+}
+
+// Records returns copies of every record, in the server's order.
+func (c *Client) Records() []question.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]question.Record, 0, len(c.order))
+	for _, id := range c.order {
+		out = append(out, cloneRecord(*c.records[id]))
+	}
+	return out
+}
+
+// Flush waits, bounded by ctx, until the listed decisions (every decision
+// the server knows, when none is listed) are caught up on a live
+// connection and every local change of theirs is accepted.
+//
+// If a refused edit reset one of them since its latest local change
+// before the call, or during the call, Flush returns that refusal (a
+// *question.Refusal with Reset set; the replica is at the accepted
+// draft). Each such refusal is returned once. If an edit was refused
+// without reset, Flush returns the refusal while the refused changes are
+// unsent.
+func (c *Client) Flush(ctx context.Context, ids ...string) error {
+	c.mu.Lock()
+	start := map[string]uint64{}
+	for id, rep := range c.reps {
+		start[id] = rep.seq
+	}
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		done, err := c.flushed(ids, start)
+		wait := c.changed
+		c.mu.Unlock()
+		if done || err != nil {
+			return err
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// flushed reports whether Flush is done. The caller holds c.mu.
+func (c *Client) flushed(ids []string, start map[string]uint64) (bool, error) {
+	if c.closed {
+		return false, ErrClosed
+	}
+	check := ids
+	if len(ids) == 0 {
+		check = slices.Collect(maps.Keys(c.reps))
+	}
+	for _, id := range check {
+		if rep := c.reps[id]; rep != nil && rep.reset != nil && rep.droppedAt >= start[id] {
+			err := rep.reset
+			rep.reset = nil
+			return false, err
+		}
+	}
+	s := c.sess
+	if s == nil {
+		return false, nil
+	}
+	if len(ids) == 0 {
+		ids = slices.Collect(maps.Keys(s.known))
+	}
+	for _, id := range ids {
+		rep := c.reps[id]
+		if !s.known[id] {
+			return false, refusal(question.NotFound, "the server has no decision %q", id)
+		}
+		if rep == nil || !s.synced[id] || rep.inflight != "" {
+			return false, nil
+		}
+		if !rep.doc.Heads().Equal(rep.accepted) {
+			if rep.held != nil {
+				return false, rep.held
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}

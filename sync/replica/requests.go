@@ -1,0 +1,187 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// do sends a request and waits for its reply, bounded by ctx. The request
+// waits for a connection if there is none. A refusal is returned as a
+// *question.Refusal, with the reply.
+func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Reply, error) {
+	b, err := wire.Encode(m, c.opts.Format)
+	if err != nil {
+		return nil, err
+	}
+	// The server cannot answer a frame it cannot decode with a reply of its
+	// rid, so check here what it would check.
+	if _, err := wire.Decode(b, c.opts.Format); err != nil {
+		return nil, err
+	}
+	r := &request{ctx: ctx, rid: rid, data: b, reply: make(chan result, 1)}
+	select {
+	case c.out <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	}
+	select {
+	case res := <-r.reply:
+		if res.err != nil {
+			return nil, res.err
+		}
+		if !res.reply.OK {
+			return res.reply, &question.Refusal{Reason: res.reply.Reason, Message: res.reply.Message, Reset: res.reply.Reset}
+		}
+		return res.reply, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	}
+}
+
+func (c *Client) header(kind string) wire.Header {
+	return wire.Header{Kind: kind, RID: c.newRID()}
+}
+
+// Submit saves the drafts of one or more decisions (question:submit). Each
+// claims the revision the replica displays; edits not yet accepted are
+// flushed first and their replies awaited, so the displayed revision is
+// the accepted one. If such an edit is refused, Submit returns the
+// refusal and submits nothing. Otherwise each decision's outcome is in
+// its SubmitResult.
+func (c *Client) Submit(ctx context.Context, ids ...string) ([]wire.SubmitResult, error) {
+	if len(ids) == 0 {
+		return nil, refusal(question.Invalid, "nothing to save")
+	}
+	if err := c.Flush(ctx, ids...); err != nil {
+		return nil, err
+	}
+	h := c.header(wire.KindSubmit)
+	m := &wire.Submit{Header: h}
+	c.mu.Lock()
+	for _, id := range ids {
+		rep := c.reps[id]
+		if rep == nil {
+			c.mu.Unlock()
+			return nil, ErrNoReplica
+		}
+		m.Items = append(m.Items, wire.SubmitItem{ID: id, Heads: wireHeads(rep.doc.Heads())})
+	}
+	c.mu.Unlock()
+	r, err := c.do(ctx, h.RID, m)
+	if err != nil {
+		return nil, err
+	}
+	return r.Results, nil
+}
+
+// Reopen returns a settled decision to open with a fresh draft.
+func (c *Client) Reopen(ctx context.Context, id string) (question.Record, error) {
+	return c.target(ctx, wire.KindReopen, id)
+}
+
+// Discard sets a decision aside, keeping its history.
+func (c *Client) Discard(ctx context.Context, id string) (question.Record, error) {
+	return c.target(ctx, wire.KindDiscard, id)
+}
+
+// Expand turns a decision into a page (a child document).
+func (c *Client) Expand(ctx context.Context, id string) (question.Record, error) {
+	return c.target(ctx, wire.KindExpand, id)
+}
+
+func (c *Client) target(ctx context.Context, kind, id string) (question.Record, error) {
+	h := c.header(kind)
+	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id})
+	if err != nil {
+		return question.Record{}, err
+	}
+	return c.recordOf(id, r.Record), nil
+}
+
+// SetWhy sets, replaces or (empty text) clears a settled decision's why.
+func (c *Client) SetWhy(ctx context.Context, id, text string) (question.Record, error) {
+	h := c.header(wire.KindWhy)
+	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text})
+	if err != nil {
+		return question.Record{}, err
+	}
+	return c.recordOf(id, r.Record), nil
+}
+
+// recordOf returns the record held for id once a reply carrying rec was
+// adopted; rec itself if none is held.
+func (c *Client) recordOf(id string, rec *question.Record) question.Record {
+	if held, ok := c.Record(id); ok {
+		return held
+	}
+	if rec != nil {
+		return cloneRecord(*rec)
+	}
+	return question.Record{}
+}
+
+// AppendOption appends an option to a choice question of an open
+// decision (question:option). key is the idempotency token: repeating it
+// returns the same option with repeated true. It returns the option and
+// the decision's definition as the client now holds it.
+func (c *Client) AppendOption(ctx context.Context, id, q, key, label string) (question.Option, question.Definition, bool, error) {
+	r, def, err := c.appendItem(ctx, wire.KindOption, id, q, key, label)
+	if err != nil {
+		return question.Option{}, question.Definition{}, false, err
+	}
+	if r.Option == nil {
+		return question.Option{}, def, r.Repeated, fmt.Errorf("%w: option reply without an option", ErrProtocol)
+	}
+	return *r.Option, def, r.Repeated, nil
+}
+
+// AppendCriterion appends a criterion to a choice question of an open
+// decision (question:criterion), like AppendOption.
+func (c *Client) AppendCriterion(ctx context.Context, id, q, key, label string) (question.Criterion, question.Definition, bool, error) {
+	r, def, err := c.appendItem(ctx, wire.KindCriterion, id, q, key, label)
+	if err != nil {
+		return question.Criterion{}, question.Definition{}, false, err
+	}
+	if r.Criterion == nil {
+		return question.Criterion{}, def, r.Repeated, fmt.Errorf("%w: criterion reply without a criterion", ErrProtocol)
+	}
+	return *r.Criterion, def, r.Repeated, nil
+}
+
+func (c *Client) appendItem(ctx context.Context, kind, id, q, key, label string) (*wire.Reply, question.Definition, error) {
+	h := c.header(kind)
+	r, err := c.do(ctx, h.RID, &wire.Append{Header: h, ID: id, Question: q, Key: key, Label: label})
+	if err != nil {
+		return nil, question.Definition{}, err
+	}
+	var def question.Definition
+	if rec, ok := c.Record(id); ok {
+		def = rec.Definition
+	} else if r.Definition != nil {
+		def = cloneDefinition(*r.Definition)
+	}
+	return r, def, nil
+}
+
+// Create opens decision cards (1 to 10, all or none) and returns their
+// records. Every member then receives question:created and the
+// decisions' documents.
+func (c *Client) Create(ctx context.Context, cards ...wire.Card) ([]question.Record, error) {
+	h := c.header(wire.KindCreate)
+	r, err := c.do(ctx, h.RID, &wire.Create{Header: h, Cards: cards})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]question.Record, len(r.Records))
+	for i, rec := range r.Records {
+		out[i] = c.recordOf(rec.ID, &rec)
+	}
+	return out, nil
+}
