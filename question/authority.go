@@ -54,8 +54,10 @@ type Authority struct {
 	actor     crdt.ActorID
 	decisions map[string]*decision
 	byKey     map[string]string
-	order     []string // decision ids in creation order
-	broken    bool     // a commit failed; reload before the next command
+	order     []string              // decision ids in creation order
+	broken    bool                  // a commit failed; reload before the next command
+	rows      map[string]*AnswerRow // decision_answers rows, by decision
+	waiters   *waiters              // blocking asks; kept across reloads
 }
 
 type decision struct {
@@ -88,7 +90,7 @@ func NewAuthority(ctx context.Context, opts Options) (*Authority, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Authority{opts: opts}
+	a := &Authority{opts: opts, waiters: &waiters{m: map[string]*AnswerWait{}}}
 	if err := a.load(ctx); err != nil {
 		return nil, err
 	}
@@ -139,6 +141,9 @@ func (a *Authority) load(ctx context.Context) error {
 		}
 		return strings.Compare(x, y)
 	})
+	if err := a.loadAnswers(sd.Answers); err != nil {
+		return err
+	}
 	a.broken = false
 	return nil
 }
@@ -231,6 +236,8 @@ type txn struct {
 	states map[string]*crdt.State
 	// lastChunk is the incremental chunk persistDraft staged per decision.
 	lastChunk map[string][]byte
+	// ans holds decision_answers rows and waiter hand-offs (answers.go).
+	ans answerTxn
 }
 
 func (a *Authority) begin(ctx context.Context) (*txn, error) {
@@ -308,6 +315,7 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 
 // abort undoes in-memory document changes of a refused command.
 func (t *txn) abort() {
+	t.abortAnswers()
 	for id, heads := range t.touched {
 		d := t.a.decisions[id]
 		if err := d.doc.Rollback(heads); err != nil {
@@ -333,6 +341,10 @@ func (t *txn) commit(ctx context.Context) error {
 	}
 	slices.SortFunc(t.write.Records, func(x, y persist.Put) int { return strings.Compare(x.Key, y.Key) })
 	slices.SortFunc(t.write.Projections, func(x, y persist.Put) int { return strings.Compare(x.Key, y.Key) })
+	if err := t.stageAnswers(); err != nil {
+		t.abort()
+		return &Refusal{Reason: Unavailable, Message: "cannot encode an answer row", Err: err}
+	}
 	if !t.write.Empty() {
 		if err := t.a.opts.Store.Commit(ctx, t.a.opts.Doc, &t.write); err != nil {
 			t.abort()
@@ -365,6 +377,7 @@ func (t *txn) commit(ctx context.Context) error {
 	for id, n := range t.chunks {
 		t.a.decisions[id].chunks = n
 	}
+	t.applyAnswers()
 	return nil
 }
 
@@ -425,6 +438,8 @@ func cloneRecord(r *Record) Record {
 		c.History = nil
 	}
 	c.Passage = slices.Clone(r.Passage)
+	c.Suggested = cloneSuggestion(r.Suggested)
+	c.WriteUp, c.WhyDraft = cloneJob(r.WriteUp), cloneJob(r.WhyDraft)
 	if r.Appended != nil {
 		c.Appended = make(map[string]Appended, len(r.Appended))
 		for k, v := range r.Appended {

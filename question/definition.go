@@ -161,4 +161,11 @@ type Record struct {
 	// Appended is the idempotency map shared by option and criterion
 	// appends: request key to what it minted.
 	Appended map[string]Appended `json:"appended,omitempty"`
+	// Suggested is the Planner's advisory suggested choice; it never
+	// resolves anything (see Suggestion).
+	Suggested *Suggestion `json:"suggested,omitempty"`
+	// WriteUp and WhyDraft are the jobs the current settle queued: the
+	// write-up of the passage and the why draft (see Job).
+	WriteUp  *Job `json:"writeUp,omitempty"`
+	WhyDraft *Job `json:"whyDraft,omitempty"`
 }

@@ -112,6 +112,7 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 	rec.Status = Settled
 	rec.Answer = &ans
 	rec.Why, rec.WhyBy = "", ""
+	a.onSettle(t, rec) // decision_answers row or waiter, write-up and why jobs
 	return nil
 }
 
@@ -151,6 +152,7 @@ func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, 
 	rec.Why, rec.WhyBy = "", ""
 	rec.Status = Open
 	rec.Generation++
+	a.onUnsettle(t, rec, false) // the waiting row and jobs go stale
 	if err := t.persistDraft(id, before); err != nil {
 		return Record{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
 	}
@@ -181,6 +183,7 @@ func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record,
 	rec.Status = Discarded
 	rec.DiscardedBy = who.Login
 	rec.DiscardedAt = a.opts.Now().UTC()
+	a.onUnsettle(t, rec, true) // the waiting row and jobs go stale; a waiting ask hears
 	if err := t.commit(ctx); err != nil {
 		return Record{}, err
 	}

@@ -1,0 +1,168 @@
+package memhost
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/accord-crdt/accord/question/delivery"
+)
+
+// Chat is an in-memory Chat. Accepted turns count as running until Finish.
+// It is safe for concurrent use.
+type Chat struct {
+	mu       sync.Mutex
+	notices  map[string][]delivery.Notice
+	turns    map[string][]delivery.Turn
+	accepted map[string]map[string]bool
+	running  map[string]map[string]bool
+	before   func(doc string, t delivery.Turn) error
+	after    func(doc string, t delivery.Turn) error
+	onTurn   func(doc string, t delivery.Turn)
+	changed  func(doc string)
+}
+
+// NewChat returns an empty Chat.
+func NewChat() *Chat {
+	return &Chat{notices: map[string][]delivery.Notice{}, turns: map[string][]delivery.Turn{},
+		accepted: map[string]map[string]bool{}, running: map[string]map[string]bool{}}
+}
+
+// Post implements delivery.Chat.
+func (c *Chat) Post(ctx context.Context, doc string, n delivery.Notice) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.accepted[doc][n.ID] {
+		return nil
+	}
+	c.mark(doc, n.ID)
+	c.notices[doc] = append(c.notices[doc], n)
+	return nil
+}
+
+func (c *Chat) mark(doc, id string) {
+	if c.accepted[doc] == nil {
+		c.accepted[doc] = map[string]bool{}
+	}
+	c.accepted[doc][id] = true
+}
+
+// Accept implements delivery.Chat: the turn's notice is posted and the
+// turn runs (OnTurn) until Finish, once per id.
+func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	before, after, onTurn := c.before, c.after, c.onTurn
+	c.mu.Unlock()
+	if before != nil {
+		if err := before(doc, t); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	fresh := !c.accepted[doc][t.ID]
+	if fresh {
+		c.mark(doc, t.ID)
+		c.notices[doc] = append(c.notices[doc], delivery.Notice{ID: t.ID, Text: t.Notice})
+		c.turns[doc] = append(c.turns[doc], t)
+		if c.running[doc] == nil {
+			c.running[doc] = map[string]bool{}
+		}
+		c.running[doc][t.ID] = true
+	}
+	c.mu.Unlock()
+	if fresh && onTurn != nil {
+		onTurn(doc, t)
+	}
+	if after != nil {
+		return after(doc, t)
+	}
+	return nil
+}
+
+// Accepted implements delivery.Chat.
+func (c *Chat) Accepted(ctx context.Context, doc, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.accepted[doc][id], nil
+}
+
+// Notices returns the document's Chat notices, oldest first.
+func (c *Chat) Notices(doc string) []delivery.Notice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.notices[doc])
+}
+
+// Turns returns the turns Chat accepted, oldest first.
+func (c *Chat) Turns(doc string) []delivery.Turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.turns[doc])
+}
+
+// Running returns how many accepted turns have not finished.
+func (c *Chat) Running(doc string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running[doc])
+}
+
+// Finish ends a running turn; the Chat is free again once none runs.
+func (c *Chat) Finish(doc, id string) bool {
+	c.mu.Lock()
+	ok := c.running[doc][id]
+	delete(c.running[doc], id)
+	changed := c.changed
+	c.mu.Unlock()
+	if ok && changed != nil {
+		changed(doc)
+	}
+	return ok
+}
+
+// FinishAll ends every running turn of doc.
+func (c *Chat) FinishAll(doc string) {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.running[doc]))
+	for id := range c.running[doc] {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.Finish(doc, id)
+	}
+}
+
+// OnTurn sets fn to run when a turn is accepted (once per id); a host
+// starts the Planner turn there.
+func (c *Chat) OnTurn(fn func(doc string, t delivery.Turn)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onTurn = fn
+}
+
+// SetBeforeAccept installs a fault hook: fn runs before Accept records
+// anything, and an error it returns is Accept's, with nothing accepted.
+func (c *Chat) SetBeforeAccept(fn func(doc string, t delivery.Turn) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.before = fn
+}
+
+// SetAfterAccept installs a fault hook: fn runs after Accept recorded the
+// turn, and an error it returns is Accept's although the turn was
+// accepted, as when a reply is lost.
+func (c *Chat) SetAfterAccept(fn func(doc string, t delivery.Turn) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.after = fn
+}

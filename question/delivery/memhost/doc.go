@@ -1,0 +1,22 @@
+// Package memhost implements the host side of package delivery in memory:
+// a plan document (Documents), Chat, the Planner runtime and members with
+// their captured sessions. Tests use it, and so can an example server; a
+// real host backs the same interfaces with its own document, Chat and
+// agent.
+//
+// # Usage
+//
+//	h := memhost.New()
+//	h.Docs.Set("plan-1", delivery.Block{ID: "t", Kind: delivery.Title, Text: "Plan"}, ...)
+//	h.Members.Add("plan-1", question.Member{Login: "ana", Write: true})
+//	h.Members.Capture("ana")
+//	h.Runtime.SetOwner("plan-1", "ana")
+//	opts := delivery.Options{Authorities: local}
+//	h.Wire(&opts) // Document, Chat, Runtime and Members
+//	d, err := delivery.New(opts)
+//	h.Runtime.OnChange(func(string) { d.PokeAll() }) // an owner appearing, a Planner attaching, a turn ending
+//
+// Everything is held in memory and lost with the process; Chat records
+// accepted turns so that Accepted answers for as long as the Host lives.
+// Accepted turns count as running (the Chat is busy) until Chat.Finish.
+package memhost
