@@ -165,10 +165,25 @@ func (t *txn) applyAnswers() {
 			t.a.rows[id] = r
 		}
 	}
-	for _, h := range t.ans.handoffs {
-		t.a.waiters.deliver(h.w, h.res)
-	}
+	handoffs := t.ans.handoffs
 	t.ans = answerTxn{}
+	if len(handoffs) == 0 {
+		return
+	}
+	settle := func(durable bool) {
+		for _, h := range handoffs {
+			if durable {
+				t.a.waiters.deliver(h.w, h.res)
+			} else {
+				t.a.waiters.release(h.w)
+			}
+		}
+	}
+	if t.a.opts.Durable != nil {
+		t.a.opts.Durable(settle)
+		return
+	}
+	settle(true)
 }
 
 // abortAnswers gives reserved waiters back: nothing was committed.

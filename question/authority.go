@@ -43,6 +43,12 @@ type Options struct {
 	CompactAfter int
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Durable is for drivers whose Store only collects Writes and commits
+	// them later (group commit): when a commit returned, the authority
+	// hands Durable the step that answers blocking asks, and the driver
+	// calls it with true once the Write is durable, or false if that
+	// commit failed. nil means a returned Commit is durable.
+	Durable func(settle func(durable bool))
 }
 
 // Authority owns the decisions of one document: it validates every

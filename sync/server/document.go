@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -40,6 +42,9 @@ type document struct {
 	pipe    *pipeStore
 	conns   map[*conn]bool
 	held    []delivery
+	// afterFlush holds steps waiting for the group's commit: Do's
+	// callers and the authority's handoffs to blocking asks.
+	afterFlush []func(durable bool)
 	// sessions holds each connection's automerge sync sessions, by
 	// decision; they point into the authority's documents, so a reload
 	// drops them all.
@@ -50,6 +55,10 @@ type op struct {
 	c     *conn
 	msg   wire.Message
 	leave bool
+	// do runs a host's function on the authority (Server.Do); done hears
+	// its result once its effects are durable.
+	do   func(a *question.Authority) error
+	done chan error
 }
 
 // delivery is a frame waiting for its group's commit.
@@ -95,6 +104,7 @@ func (d *document) run() {
 	d.pipe = &pipeStore{Store: d.s.opts.Store}
 	d.auth, d.loadErr = question.NewAuthority(ctx, question.Options{
 		Store: d.pipe, Doc: d.id, Now: d.s.opts.Now, NewID: d.s.opts.NewID, Logger: d.s.opts.Logger,
+		Durable: func(settle func(bool)) { d.afterFlush = append(d.afterFlush, settle) },
 		ImplementationActive: func(id string) bool {
 			return d.s.opts.ImplementationActive != nil && d.s.opts.ImplementationActive(d.id, id)
 		},
@@ -145,11 +155,18 @@ func (d *document) run() {
 // flush commits the group's Writes, then sends its frames in order.
 func (d *document) flush(ctx context.Context) {
 	w := d.pipe.take()
+	durable := true
 	if !w.Empty() {
 		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
 			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
+			durable = false
 			d.failGroup(ctx)
 		}
+	}
+	after := d.afterFlush
+	d.afterFlush = nil
+	for _, f := range after {
+		f(durable)
 	}
 	held := d.held
 	d.held = nil
@@ -216,6 +233,10 @@ func (d *document) handle(ctx context.Context, o op) {
 	if o.leave {
 		delete(d.conns, o.c)
 		delete(d.sessions, o.c)
+		return
+	}
+	if o.do != nil {
+		d.runDo(ctx, o)
 		return
 	}
 	if d.loadErr != nil {
@@ -557,4 +578,48 @@ func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
 	if out, ok := sess.Generate(); ok {
 		d.hold(delivery{to: c, msg: &encoded{msg: &wire.Sync{Header: wire.Header{Kind: wire.KindSync}, ID: m.ID, Msg: out}}})
 	}
+}
+
+// runDo runs a host's function on the authority and announces what it
+// changed, as the commands of connections are announced: new decisions
+// with their documents, changed records as question:meta, and the
+// authority's own draft changes. The caller hears the result once the
+// group is durable.
+func (d *document) runDo(ctx context.Context, o op) {
+	if d.loadErr != nil {
+		o.done <- d.loadErr
+		return
+	}
+	before := map[string]question.Record{}
+	heads := map[string]crdt.Heads{}
+	for _, r := range d.auth.Records() {
+		before[r.ID] = r
+		_, h, _ := d.auth.Draft(r.ID)
+		heads[r.ID] = h
+	}
+	err := o.do(d.auth)
+	for _, r := range d.auth.Records() {
+		r := r
+		old, existed := before[r.ID]
+		switch {
+		case !existed:
+			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: r.ID, Record: &r, By: r.CreatedBy})
+			d.broadcast(nil, d.catchUp(r.ID, nil))
+		case !sameRecord(old, r):
+			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: r.ID, Record: &r})
+			d.broadcastChanges(r.ID, heads[r.ID], "")
+		}
+	}
+	d.afterFlush = append(d.afterFlush, func(durable bool) {
+		if err == nil && !durable {
+			err = &question.Refusal{Reason: question.Unavailable, Message: "the change could not be saved"}
+		}
+		o.done <- err
+	})
+}
+
+func sameRecord(a, b question.Record) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }

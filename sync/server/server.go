@@ -224,6 +224,41 @@ func (s *Server) tryUnload(d *document) bool {
 	return true
 }
 
+// Do runs fn on the goroutine that owns doc's authority, loading the
+// document if needed, and returns once fn's effects are durable and have
+// been announced to the document's connections. Hosts use it for work
+// that is not a connection's request: the Planner's tools, answer
+// delivery, write-ups (it implements question/delivery's Authorities).
+// fn must not block on other documents' Do.
+func (s *Server) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return errors.New("server: shutting down")
+	}
+	if s.docs[doc] == nil && len(s.docs) >= s.opts.MaxDocuments {
+		s.mu.Unlock()
+		return errors.New("server: too many open documents")
+	}
+	s.mu.Unlock()
+	d := s.attach(doc)
+	defer s.detach(d)
+	done := make(chan error, 1)
+	select {
+	case d.inbox <- op{do: fn, done: done}:
+	case <-d.quit:
+		return errors.New("server: shutting down")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Shutdown stops accepting connections, closes every connection after its
 // queued frames, waits for every document to commit what it accepted, and
 // returns. Nothing acknowledged is lost: a command is acknowledged only
