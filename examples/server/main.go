@@ -6,8 +6,9 @@
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
 //
-// Members are named by the ?member= query parameter; demo personas ana and
-// ben write, rita only reads.
+// The page at / lets you pick a demo member: ana and ben write, rita only
+// reads. A deterministic demo Planner (no network, no model) opens
+// decisions, asks a question and acts on the answers people save.
 package main
 
 import (
@@ -20,13 +21,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/accord-crdt/accord/persist/boltstore"
-	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/sync/server"
 )
 
 func env(key, def string) string {
@@ -42,9 +40,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// readers lists the demo personas who may only read.
-var readers = map[string]bool{"rita": true}
 
 func run() error {
 	addr := flag.String("addr", env("ACCORD_ADDR", "127.0.0.1:8080"), "listen address")
@@ -67,31 +62,13 @@ func run() error {
 	}
 	defer store.Close()
 
-	srv, err := server.New(server.Options{
-		Store:  store,
-		Logger: log,
-		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			m := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("member")))
-			if m == "" {
-				return question.Member{}, server.ErrUnauthorized
-			}
-			return question.Member{Login: m, Write: !readers[m]}, nil
-		},
-	})
+	app, err := newApp(store, log)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/sync", srv)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "Accord collaboration server.\nSync endpoint: ws://%s/sync?doc=<document>&member=<login>\n", r.Host)
-	})
+	app.routes(mux)
+	mux.Handle("/", webHandler())
 	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -111,8 +88,8 @@ func run() error {
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Error("sync shutdown", "err", err)
+	if err := app.shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
 	}
 	return hs.Shutdown(sctx)
 }

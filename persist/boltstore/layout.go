@@ -282,8 +282,11 @@ func putDraft(drafts *bolt.Bucket, draftsPath string, dp persist.DraftPut) error
 	k := []byte(dp.Decision)
 	bp := path(draftsPath, k)
 	if dp.Snapshot {
-		if err := drafts.DeleteBucket(k); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-			return keyError(draftsPath, k, err, ErrNotBucket)
+		// Delete only what exists: bbolt logs a missing bucket as an error.
+		if drafts.Bucket(k) != nil || drafts.Get(k) != nil {
+			if err := drafts.DeleteBucket(k); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return keyError(draftsPath, k, err, ErrNotBucket)
+			}
 		}
 		b, err := drafts.CreateBucket(k)
 		if err != nil {

@@ -163,6 +163,9 @@ func (d *document) flush(ctx context.Context) {
 			d.failGroup(ctx)
 		}
 	}
+	if durable && !w.Empty() && d.s.opts.Committed != nil {
+		d.s.opts.Committed(d.id)
+	}
 	after := d.afterFlush
 	d.afterFlush = nil
 	for _, f := range after {

@@ -38,6 +38,10 @@ type Options struct {
 	EnsureChannel func(ctx context.Context, doc, channel string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Committed, if set, is called (on the document's goroutine; it must
+	// not block) after each group of commands was committed, so a host can
+	// wake work that follows saves, such as answer delivery.
+	Committed func(doc string)
 
 	// MaxConnections caps open connections (default 4096).
 	MaxConnections int
