@@ -64,6 +64,10 @@ type Authority struct {
 	broken    bool                  // a commit failed; reload before the next command
 	rows      map[string]*AnswerRow // decision_answers rows, by decision
 	waiters   *waiters              // blocking asks; kept across reloads
+	// resolving counts, per decision, saves committed to a Store that only
+	// collects Writes (Options.Durable) and not yet durable: appends are
+	// then refused as resolving rather than resolved.
+	resolving map[string]int
 }
 
 type decision struct {
@@ -96,7 +100,7 @@ func NewAuthority(ctx context.Context, opts Options) (*Authority, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Authority{opts: opts, waiters: &waiters{m: map[string]*AnswerWait{}}}
+	a := &Authority{opts: opts, waiters: &waiters{m: map[string]*AnswerWait{}}, resolving: map[string]int{}}
 	if err := a.load(ctx); err != nil {
 		return nil, err
 	}
@@ -244,6 +248,8 @@ type txn struct {
 	lastChunk map[string][]byte
 	// ans holds decision_answers rows and waiter hand-offs (answers.go).
 	ans answerTxn
+	// settled lists the decisions this transaction saves.
+	settled []string
 }
 
 func (a *Authority) begin(ctx context.Context) (*txn, error) {
@@ -382,6 +388,19 @@ func (t *txn) commit(ctx context.Context) error {
 	}
 	for id, n := range t.chunks {
 		t.a.decisions[id].chunks = n
+	}
+	if t.a.opts.Durable != nil && len(t.settled) > 0 {
+		settled := t.settled
+		for _, id := range settled {
+			t.a.resolving[id]++
+		}
+		t.a.opts.Durable(func(bool) {
+			for _, id := range settled {
+				if t.a.resolving[id]--; t.a.resolving[id] <= 0 {
+					delete(t.a.resolving, id)
+				}
+			}
+		})
 	}
 	t.applyAnswers()
 	return nil

@@ -726,3 +726,46 @@ func TestCorruptRecordIsAClearError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestAppendWhileASaveIsNotYetDurableIsResolving(t *testing.T) {
+	f := newFixture(t)
+	var pending []func(bool)
+	a, err := question.NewAuthority(ctx, question.Options{Store: f.store, Doc: "plan-1",
+		Durable: func(settle func(bool)) { pending = append(pending, settle) }})
+	must(t, err)
+	f.a = a
+	rec := f.create("k", choiceDef())
+	pending = nil
+	r := f.replica(rec.ID)
+	h := r.Heads()
+	must(t, r.Choose("q1", "email", true))
+	_, err = f.edit(ana, rec.ID, r, h)
+	must(t, err)
+	f.submit(ana, rec.ID, r.Heads())
+	req := question.AppendRequest{ID: rec.ID, Question: "q1", Key: "late", Label: "Late"}
+	_, err = a.AppendCriterion(ctx, ben, req)
+	mustReason(t, err, question.Resolving)
+	for _, settle := range pending {
+		settle(true)
+	}
+	_, err = a.AppendCriterion(ctx, ben, req)
+	mustReason(t, err, question.Resolved)
+}
+
+func TestChoiceDecisionMayOpenBeforeAnyAlternativeIsKnown(t *testing.T) {
+	f := newFixture(t)
+	rec := f.create("k", question.Definition{Questions: []question.Question{{Text: "Where should we host the demo?"}}})
+	if n := len(rec.Definition.Questions[0].Options); n != 0 || rec.Status != question.Open {
+		t.Fatalf("opened with %d options, status %s", n, rec.Status)
+	}
+	res, err := f.a.AppendOption(ctx, ben, question.AppendRequest{ID: rec.ID, Question: "q1", Key: "o1", Label: "Our own servers"})
+	must(t, err)
+	r := f.replica(rec.ID)
+	h := r.Heads()
+	must(t, r.Choose("q1", res.Item.ID, true))
+	_, err = f.edit(ben, rec.ID, r, h)
+	must(t, err)
+	if got := f.submit(ben, rec.ID, r.Heads()); got.Answer.Answers[0].Choices[0] != res.Item.ID {
+		t.Fatalf("answer %+v", got.Answer)
+	}
+}

@@ -111,6 +111,7 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 	}
 	rec.Status = Settled
 	rec.Answer = &ans
+	t.settled = append(t.settled, req.ID)
 	rec.Why, rec.WhyBy = "", ""
 	a.onSettle(t, rec) // decision_answers row or waiter, write-up and why jobs
 	return nil
@@ -253,6 +254,9 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 	}
 	switch d.rec.Status {
 	case Settled:
+		if a.resolving[req.ID] > 0 {
+			return AppendResult{}, refuse(Resolving, "the decision is being saved right now; reopen it afterwards to add a %s", kind)
+		}
 		return AppendResult{}, refuse(Resolved, "the decision is settled; reopen it to add a %s", kind)
 	case Discarded:
 		return AppendResult{}, refuse(Resolved, "the decision was discarded")
