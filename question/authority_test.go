@@ -399,9 +399,9 @@ func TestSubmitClaimsTheDisplayedRevision(t *testing.T) {
 	if len(got.Choices) != 1 || got.Choices[0] != "sms" || !got.Marks.Equal(want) {
 		t.Fatalf("answer %+v, want choice sms and marks %v (cleared cell dropped)", got, want)
 	}
-	// Saving again is refused as resolved.
+	// Saving a decision someone settled meanwhile is stale.
 	out, _ = f.a.Submit(ctx, ben, []question.SubmitRequest{{ID: rec.ID, Heads: f.heads(rec.ID)}})
-	mustReason(t, out[0].Err, question.Resolved)
+	mustReason(t, out[0].Err, question.Stale)
 }
 
 func (f *fixture) heads(id string) crdt.Heads {

@@ -73,7 +73,8 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 		if d.rec.Status == Open { // settled earlier in this same request
 			return refuse(Resolving, "the decision is already being saved in this request")
 		}
-		return refuse(Resolved, "the decision was already saved by %s; reopen it to change the answer", nonEmpty(rec.Answer.By))
+		// The member displayed the decision as open: their save is stale.
+		return refuse(Stale, "%s saved this decision a moment ago; review the saved answer, and reopen it to change it", nonEmpty(rec.Answer.By))
 	case Discarded:
 		return refuse(Resolved, "the decision was discarded")
 	}

@@ -40,8 +40,12 @@ type document struct {
 	auth    *question.Authority
 	loadErr error
 	pipe    *pipeStore
-	conns   map[*conn]bool
-	held    []delivery
+	// conns maps each joined connection to its join's number: a broadcast
+	// reaches only the connections that had joined when it was decided,
+	// so none arrives before its welcome or repeats its catch-up.
+	conns map[*conn]uint64
+	joins uint64
+	held  []delivery
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -63,8 +67,9 @@ type op struct {
 
 // delivery is a frame waiting for its group's commit.
 type delivery struct {
-	to     *conn // nil: every joined connection except `except`
+	to     *conn // nil: every connection joined by then except `except`
 	except *conn
+	joins  uint64 // for a broadcast: the joins decided before it
 	msg    *encoded
 	// reply is set for replies, so a failed commit can turn them into
 	// refusals; join is set for a hello's frames.
@@ -73,7 +78,7 @@ type delivery struct {
 }
 
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]bool{},
+	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]uint64{},
 		sessions: map[*conn]map[string]*crdt.Session{}}
 }
 
@@ -206,8 +211,8 @@ func (d *document) deliver(h delivery) {
 		d.sendTo(h.to, h.msg)
 		return
 	}
-	for c := range d.conns {
-		if c != h.except {
+	for c, joined := range d.conns {
+		if c != h.except && joined <= h.joins {
 			d.sendTo(c, h.msg)
 		}
 	}
@@ -229,7 +234,7 @@ func (d *document) replyTo(c *conn, r *wire.Reply) {
 }
 
 func (d *document) broadcast(except *conn, m wire.Message) {
-	d.hold(delivery{except: except, msg: &encoded{msg: m}})
+	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins})
 }
 
 func (d *document) handle(ctx context.Context, o op) {
@@ -292,11 +297,12 @@ func parseHeads(hs []string) (crdt.Heads, error) { return crdt.ParseHeads(string
 // join answers a hello: welcome, then every decision's document or the
 // changes the member lacks.
 func (d *document) join(c *conn, h *wire.Hello) {
-	if d.conns[c] {
+	if _, ok := d.conns[c]; ok {
 		c.replyError(c.format, "", "invalid", "hello was already sent")
 		return
 	}
-	d.conns[c] = true
+	d.joins++
+	d.conns[c] = d.joins
 	recs := d.auth.Records()
 	d.hold(delivery{to: c, join: true, msg: &encoded{msg: &wire.Welcome{
 		Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,

@@ -141,11 +141,15 @@ func (s *Server) readPump(c *conn) {
 		msg, err := wire.Decode(data, format)
 		if err != nil {
 			h := wire.PeekHeader(data, format)
+			answer := format // before the hello, the frame's own format
+			if joined {
+				answer = c.format // after it, always the hello's
+			}
 			if wire.IsRequest(h.Kind) && h.RID != "" {
 				// Answer the request itself, so its sender is not left waiting.
-				c.replyFrame(format, &wire.Reply{Header: h, Reason: question.Invalid, Message: err.Error()})
+				c.replyFrame(answer, &wire.Reply{Header: h, Reason: question.Invalid, Message: err.Error()})
 			} else {
-				c.replyError(format, h.RID, "invalid", err.Error())
+				c.replyError(answer, h.RID, "invalid", err.Error())
 			}
 			continue
 		}

@@ -253,7 +253,7 @@ func TestEditSubmitAndBroadcastOverRealSockets(t *testing.T) {
 	for _, r := range []*wire.Reply{r1, r2} {
 		if r.Results[0].OK {
 			oks++
-		} else if r.Results[0].Reason != question.Resolved {
+		} else if r.Results[0].Reason != question.Stale {
 			t.Fatalf("second save refused as %q", r.Results[0].Reason)
 		}
 	}
