@@ -3,9 +3,11 @@ GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
 
-.PHONY: test fmt-check vet unit bench fuzz run tidy
+.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check
 
-test: fmt-check vet unit
+# web-check runs before unit: it installs the page's pinned packages
+# (npm ci), which the Go ↔ JavaScript interoperability test needs.
+test: fmt-check vet web-check unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -35,3 +37,22 @@ fuzz:
 
 run:
 	cd examples/server && $(GO) run .
+
+# The example server's web page (examples/server/web). Its built bundle,
+# web/dist, is committed so that `make run` needs no Node.js.
+WEB := examples/server/web
+
+# web installs the versions pinned in package-lock.json and rebuilds
+# web/dist from web/src.
+web:
+	cd $(WEB) && npm ci --no-audit --no-fund && npm run build
+
+# web-check type-checks the page, rebuilds it into a temporary folder and
+# fails if that differs from the committed web/dist. It needs the npm
+# registry for npm ci and nothing else.
+web-check:
+	@cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && node build.mjs "$$tmp" && \
+	if ! diff -rq "$$tmp" dist; then \
+		echo "$(WEB)/dist does not match its sources: run 'make web' and commit web/dist"; exit 1; fi; \
+	echo "web-check: $(WEB)/dist matches its sources"

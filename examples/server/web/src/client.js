@@ -1,0 +1,702 @@
+// The page's connection to one document's decisions: Accord's sync
+// protocol (docs/PROTOCOL.md) over a WebSocket in msgpack (binary) frames,
+// with a real automerge replica of each decision's shared draft.
+//
+// It mirrors the Go client (sync/replica):
+//   - hello lists, per decision, the last heads the server accepted; the
+//     server answers with question:changes since then, or question:doc;
+//   - local edits apply to the replica at once and go out as question:edit
+//     carrying the changes since the accepted heads, one edit in flight per
+//     decision (changes made meanwhile go in the next);
+//   - a refusal with reset replaces the replica with the accepted document
+//     the reply carries, under a fresh actor;
+//   - Save first waits until the replica's edits are accepted, so the heads
+//     it claims are the ones displayed;
+//   - definitions are adopted forward only (never fewer options or
+//     criteria than held);
+//   - a lost connection is redialled with backoff, and a replica missing
+//     changes reconnects to catch up.
+// The page never uses automerge's sync protocol or its sync frames.
+
+import { decode, encode } from "@msgpack/msgpack";
+import * as R from "./replica.js";
+import { OFFLINE, READER, refusalText } from "./messages.js";
+
+const A = R.A;
+
+/**
+ * @typedef {{id: string, label: string}} Item
+ * @typedef {{id: string, question: string, context?: string, response?: string, options?: Item[], multiple?: boolean, criteria?: Item[], verbatim?: boolean}} Question
+ * @typedef {{questions: Question[]}} Definition
+ * @typedef {{question: string, choices?: string[], text?: string, marks?: Record<string,string>}} QuestionAnswer
+ * @typedef {{generation: number, answers: QuestionAnswer[], by: string, at: any}} Answer
+ * @typedef {Answer & {why?: string, whyBy?: string, reopenedBy: string, reopenedAt: any}} HistoryEntry
+ * @typedef {{id: string, key?: string, origin?: string, status: string, definition: Definition, generation?: number,
+ *   answer?: Answer, why?: string, whyBy?: string, history?: HistoryEntry[], passage?: string[], createdBy?: string,
+ *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
+ * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
+ * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
+ *   held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any, viewKey: string}} Decision
+ */
+
+/** Request kinds; their replies carry the same kind. */
+const REQUESTS = new Set([
+  "question:create", "question:edit", "question:submit", "question:reopen", "question:discard",
+  "question:option", "question:criterion", "question:why", "question:expand",
+]);
+
+const EVENTS = new Set([
+  "question:created", "question:meta", "question:resolved", "question:reopened", "question:discarded",
+  "question:option-added", "question:criterion-added",
+]);
+
+export class Client {
+  /**
+   * @param {{doc: string, member: string, url?: string}} opts
+   */
+  constructor(opts) {
+    this.doc = opts.doc;
+    this.member = opts.member;
+    this.url = opts.url || syncURL(opts.doc, opts.member);
+    /** "connecting" | "open" | "reconnecting" | "closed" */
+    this.conn = "connecting";
+    /** whether the server lets this member write (from welcome) */
+    this.write = false;
+    this.welcomed = false;
+    this.welcomedOnce = false;
+    /** @type {Map<string, Decision>} */
+    this.decisions = new Map();
+    /** @type {string[]} decision ids, the server's order */
+    this.order = [];
+    /** @type {Note|null} a message about the whole page */
+    this.note = null;
+    /** @type {WebSocket|null} */
+    this.ws = null;
+    this.attempts = 0;
+    this.rid = 0;
+    this.stopped = false;
+    /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
+    this.pending = new Map();
+    /** @type {Map<string, string>} idempotency keys of appends awaiting a definite answer */
+    this.appendKeys = new Map();
+    /** @type {Set<() => void>} */
+    this.listeners = new Set();
+    this.timer = /** @type {any} */ (null);
+    this.notifyQueued = false;
+  }
+
+  /** @param {() => void} fn */
+  subscribe(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  notify() {
+    if (this.notifyQueued) return;
+    this.notifyQueued = true;
+    queueMicrotask(() => {
+      this.notifyQueued = false;
+      for (const fn of this.listeners) fn();
+    });
+  }
+
+  start() {
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Closes the connection for good (switching member, leaving). */
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) ws.close(1000, "bye");
+    this.failPending("disconnected");
+    this.conn = "closed";
+    this.notify();
+  }
+
+  connect() {
+    if (this.stopped) return;
+    const ws = new WebSocket(this.url);
+    ws.binaryType = "arraybuffer";
+    this.ws = ws;
+    this.conn = this.attempts === 0 && !this.welcomedOnce ? "connecting" : "reconnecting";
+    this.notify();
+    ws.onopen = () => {
+      if (ws !== this.ws) return;
+      /** @type {Record<string, string[]>} */
+      const have = {};
+      for (const d of this.decisions.values()) if (d.doc && d.accepted.length) have[d.id] = d.accepted;
+      this.send({ kind: "hello", v: 1, have });
+    };
+    ws.onmessage = (ev) => {
+      if (ws !== this.ws) return;
+      let m;
+      try {
+        m = typeof ev.data === "string" ? JSON.parse(ev.data) : decode(new Uint8Array(ev.data));
+      } catch (e) {
+        console.warn("undecodable frame", e);
+        return;
+      }
+      try {
+        this.handle(/** @type {any} */ (m));
+      } catch (e) {
+        console.error("frame", m && /** @type {any} */ (m).kind, e);
+      }
+      this.notify();
+    };
+    ws.onclose = () => {
+      if (ws !== this.ws) return;
+      this.ws = null;
+      this.lost();
+    };
+  }
+
+  /** The connection is gone: fail what waits for it and redial. */
+  lost() {
+    this.welcomed = false;
+    this.failPending("disconnected");
+    for (const d of this.decisions.values()) {
+      d.inflight = "";
+      d.sent = [];
+      d.synced = false;
+    }
+    if (this.stopped) return;
+    this.conn = "reconnecting";
+    const delay = Math.min(5000, 400 * 2 ** Math.min(this.attempts, 4)) * (0.75 + Math.random() * 0.5);
+    this.attempts++;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.connect(), delay);
+    this.notify();
+  }
+
+  /** Ends the connection so the reconnect's hello catches the replicas up. */
+  resync() {
+    const ws = this.ws;
+    if (!ws) return;
+    this.ws = null;
+    ws.close(4000, "resync");
+    this.attempts = 0;
+    this.lost();
+  }
+
+  /** @param {any} m */
+  send(m) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(encode(m, { ignoreUndefined: true }));
+    return true;
+  }
+
+  /** @param {string} reason */
+  failPending(reason) {
+    for (const [rid, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.resolve({ ok: false, reason, rid });
+    }
+    this.pending.clear();
+  }
+
+  /**
+   * Sends a request and waits for its reply (never rejects: a lost
+   * connection or a timeout is a refusal with reason disconnected or
+   * timeout).
+   * @param {string} kind
+   * @param {Record<string, any>} fields
+   * @returns {Promise<any>}
+   */
+  request(kind, fields) {
+    const rid = "r" + ++this.rid;
+    if (!this.welcomed || !this.send({ kind, rid, ...fields })) {
+      return Promise.resolve({ kind, rid, ok: false, reason: "disconnected" });
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(rid);
+        resolve({ kind, rid, ok: false, reason: "timeout" });
+        this.notify();
+      }, 30000);
+      this.pending.set(rid, { resolve, timer });
+    });
+  }
+
+  // ---- frames from the server ----
+
+  /** @param {any} m */
+  handle(m) {
+    if (!m || typeof m.kind !== "string") return;
+    if (REQUESTS.has(m.kind)) return this.reply(m);
+    if (EVENTS.has(m.kind)) return this.event(m);
+    switch (m.kind) {
+      case "welcome":
+        this.welcomed = true;
+        this.welcomedOnce = true;
+        this.attempts = 0;
+        this.conn = "open";
+        this.member = m.member || this.member;
+        this.write = m.write === true;
+        this.note = null;
+        for (const r of m.records || []) this.adoptRecord(r);
+        return;
+      case "question:doc":
+        return this.applyDoc(m);
+      case "question:changes":
+        return this.applyChanges(m);
+      case "error":
+        this.note = { text: `The server reported a problem: ${m.message || m.reason}`, tone: "error", at: Date.now() };
+        if (m.rid && this.pending.has(m.rid)) {
+          const p = this.pending.get(m.rid);
+          this.pending.delete(m.rid);
+          clearTimeout(p?.timer);
+          p?.resolve({ ok: false, reason: m.reason, message: m.message });
+        }
+        if (m.reason === "version") this.stop();
+        return;
+    }
+  }
+
+  /**
+   * @param {string} id
+   * @returns {Decision}
+   */
+  decision(id) {
+    let d = this.decisions.get(id);
+    if (!d) {
+      d = {
+        id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
+        accepted: [], inflight: "", sent: [], held: false, synced: false, edited: false, note: null, busy: "",
+        view: null, viewKey: "",
+      };
+      this.decisions.set(id, d);
+      this.order.push(id);
+    }
+    return d;
+  }
+
+  /** @param {DecisionRecord} rec */
+  adoptRecord(rec) {
+    if (!rec || !rec.id) return;
+    const d = this.decision(rec.id);
+    const next = normalizeRecord(rec);
+    next.definition = forward(d.record.definition, next.definition);
+    d.record = next;
+    if (next.status !== "open") d.edited = false;
+  }
+
+  /**
+   * @param {string} id
+   * @param {Definition} def
+   */
+  adoptDefinition(id, def) {
+    const d = this.decisions.get(id);
+    if (!d || !def) return;
+    d.record = { ...d.record, definition: forward(d.record.definition, normalizeDefinition(def)) };
+  }
+
+  /** @param {any} m */
+  applyDoc(m) {
+    const d = this.decision(m.id);
+    const bytes = /** @type {Uint8Array} */ (m.doc);
+    const srv = R.load(bytes);
+    if (d.doc && d.accepted.length && A.hasHeads(srv, d.accepted)) {
+      // Same history: keep the local changes the server has not seen.
+      d.doc = A.merge(d.doc, srv);
+    } else {
+      d.doc = srv;
+    }
+    const heads = (m.heads || []).slice().sort();
+    d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : R.heads(srv);
+    d.synced = true;
+    this.push(d);
+  }
+
+  /** @param {any} m */
+  applyChanges(m) {
+    const d = this.decisions.get(m.id);
+    if (!d || !d.doc) {
+      this.resync();
+      return;
+    }
+    // A replica already up to date gets an empty batch, which msgpack
+    // omits (zero values are not written).
+    const changes = m.changes instanceof Uint8Array ? m.changes : new Uint8Array(0);
+    const { doc, complete } = changes.length ? R.applyBatch(d.doc, changes) : { doc: d.doc, complete: true };
+    d.doc = doc;
+    if (!complete) {
+      console.warn("changes for", m.id, "miss dependencies; resyncing");
+      this.resync();
+      return;
+    }
+    const heads = (m.heads || []).slice().sort();
+    if (heads.length && A.hasHeads(d.doc, heads)) d.accepted = heads;
+    d.synced = true;
+    this.push(d);
+  }
+
+  /** @param {any} m */
+  event(m) {
+    if (m.record) this.adoptRecord(m.record);
+    if (m.definition) this.adoptDefinition(m.id, m.definition);
+    const d = this.decisions.get(m.id);
+    if (!d || !m.by || m.by === this.member) return;
+    const who = display(m.by);
+    const say = {
+      "question:resolved": `${who} saved this decision.`,
+      "question:reopened": `${who} reopened this decision.`,
+      "question:discarded": `${who} discarded this decision.`,
+      "question:option-added": `${who} added the option “${m.option?.label ?? ""}”.`,
+      "question:criterion-added": `${who} added the criterion “${m.criterion?.label ?? ""}”.`,
+    }[/** @type {string} */ (m.kind)];
+    if (say) d.note = { text: say, tone: "info", at: Date.now() };
+  }
+
+  /** @param {any} m */
+  reply(m) {
+    if (m.kind === "question:edit") return this.editReply(m);
+    if (m.ok) {
+      if (m.record) this.adoptRecord(m.record);
+      for (const r of m.records || []) this.adoptRecord(r);
+      for (const r of m.results || []) if (r.record) this.adoptRecord(r.record);
+      if (m.definition && m.id) this.adoptDefinition(m.id, m.definition);
+    }
+    const p = this.pending.get(m.rid);
+    if (p) {
+      this.pending.delete(m.rid);
+      clearTimeout(p.timer);
+      p.resolve(m);
+    }
+  }
+
+  /** @param {any} m */
+  editReply(m) {
+    const d = this.decisions.get(m.id);
+    if (!d || d.inflight !== m.rid) return;
+    const sent = d.sent;
+    d.inflight = "";
+    d.sent = [];
+    if (m.ok) {
+      const heads = (m.heads || []).slice().sort();
+      d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : sent;
+    } else if (m.reset && m.doc) {
+      d.doc = R.load(m.doc);
+      d.accepted = R.heads(d.doc);
+      d.held = false;
+      d.edited = false;
+      d.note = {
+        text: m.reason === "forbidden" ? READER : `Your last change was not accepted — ${lower(refusalText("question:edit", m.reason, m.message))} The card shows the accepted answer again.`,
+        tone: "error", at: Date.now(),
+      };
+    } else {
+      // Kept, and sent again with the next local change or connection.
+      d.held = true;
+      d.note = { text: refusalText("question:edit", m.reason, m.message), tone: "error", at: Date.now() };
+      if (m.reason === "forbidden") d.edited = false;
+    }
+    this.push(d);
+  }
+
+  // ---- local edits ----
+
+  /**
+   * Sends the decision's unaccepted changes when nothing is in flight.
+   * @param {Decision} d
+   */
+  push(d) {
+    if (!this.welcomed || !d.synced || d.inflight || d.held || !d.doc) return;
+    const heads = R.heads(d.doc);
+    if (same(heads, d.accepted)) return;
+    const changes = R.changesSince(d.doc, d.accepted);
+    if (changes.length === 0) {
+      d.accepted = heads;
+      return;
+    }
+    const rid = "e" + ++this.rid;
+    if (this.send({ kind: "question:edit", rid, id: d.id, changes })) {
+      d.inflight = rid;
+      d.sent = heads;
+    }
+  }
+
+  /**
+   * Applies a local edit to a decision's replica and sends it.
+   * @param {string} id
+   * @param {(doc: any) => any} fn returns the new document
+   */
+  edit(id, fn) {
+    const d = this.decisions.get(id);
+    if (!d || !d.doc) return;
+    if (!this.write) {
+      d.note = { text: READER, tone: "error", at: Date.now() };
+      this.notify();
+      return;
+    }
+    if (d.record.status !== "open") return;
+    const next = fn(d.doc);
+    if (next === d.doc) return;
+    d.doc = next;
+    d.held = false;
+    d.edited = true;
+    if (d.note && d.note.tone !== "error") d.note = null;
+    this.push(d);
+    this.notify();
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} text
+   */
+  setText(id, qid, text) {
+    this.edit(id, (doc) => R.setText(doc, qid, text));
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} opt
+   * @param {boolean} on
+   * @param {boolean} multiple
+   */
+  choose(id, qid, opt, on, multiple) {
+    this.edit(id, (doc) => R.choose(doc, qid, opt, on, multiple));
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} opt
+   * @param {string} crit
+   * @param {"yes"|"partly"|"no"|null} mark
+   */
+  setMark(id, qid, opt, crit, mark) {
+    this.edit(id, (doc) => R.setMark(doc, qid, opt, crit, mark));
+  }
+
+  /**
+   * The current draft of a decision, read from its replica (cached by
+   * heads): {generation, questions: {qid: {text, choices, marks}}}.
+   * @param {Decision} d
+   */
+  draft(d) {
+    if (!d.doc) return null;
+    const key = A.getHeads(d.doc).join(",");
+    if (d.viewKey !== key) {
+      const st = R.readState(d.doc);
+      d.view = { generation: st.generation, questions: st.drafts[String(st.generation)] || {}, shapes: st.questions };
+      d.viewKey = key;
+    }
+    return d.view;
+  }
+
+  /** @param {Decision} d */
+  unsent(d) {
+    return !!d.doc && (d.inflight !== "" || !same(R.heads(d.doc), d.accepted));
+  }
+
+  // ---- requests ----
+
+  /**
+   * Waits until none of ids has an edit in flight or unsent.
+   * @param {string[]} ids
+   * @param {number} ms
+   */
+  async idle(ids, ms) {
+    const end = Date.now() + ms;
+    for (;;) {
+      const busy = ids.map((id) => this.decisions.get(id)).filter((d) => d && this.unsent(d));
+      if (busy.length === 0) return true;
+      if (Date.now() > end || !this.welcomed) return false;
+      for (const d of busy) if (d) { d.held = false; this.push(d); }
+      await new Promise((r) => setTimeout(r, 40));
+    }
+  }
+
+  /**
+   * Saves one or several decisions at once (the shared Save bar sends
+   * several), each claiming the revision its replica displays.
+   * @param {string[]} ids
+   * @returns {Promise<boolean>} whether every one was saved
+   */
+  async save(ids) {
+    const ds = ids.map((id) => this.decisions.get(id)).filter((d) => d && d.doc && d.record.status === "open");
+    if (ds.length === 0) return false;
+    const mark = (/** @type {Note} */ note) => ds.forEach((d) => d && (d.note = note));
+    if (!this.write) {
+      mark({ text: READER, tone: "error", at: Date.now() });
+      this.notify();
+      return false;
+    }
+    ds.forEach((d) => d && (d.busy = "saving"));
+    this.notify();
+    try {
+      if (!(await this.idle(ds.map((d) => /** @type {Decision} */ (d).id), 8000))) {
+        mark({ text: this.welcomed ? "Your last edits are still on their way to the server — try again in a moment." : OFFLINE, tone: "error", at: Date.now() });
+        return false;
+      }
+      const items = ds.map((d) => ({ id: /** @type {Decision} */ (d).id, heads: R.heads(/** @type {Decision} */ (d).doc) }));
+      const rep = await this.request("question:submit", { items });
+      if (!rep.ok) {
+        mark({ text: refusalText("question:submit", rep.reason, rep.message), tone: "error", at: Date.now() });
+        return false;
+      }
+      let all = true;
+      for (const res of rep.results || []) {
+        const d = this.decisions.get(res.id);
+        if (!d) continue;
+        if (res.ok) {
+          d.edited = false;
+          d.note = { text: "Saved.", tone: "ok", at: Date.now() };
+        } else {
+          all = false;
+          d.note = { text: refusalText("question:submit", res.reason, res.message), tone: "error", at: Date.now() };
+        }
+      }
+      return all;
+    } finally {
+      ds.forEach((d) => d && (d.busy = ""));
+      this.notify();
+    }
+  }
+
+  /**
+   * Runs a request about one decision, showing its outcome on the card.
+   * @param {string} id
+   * @param {string} kind
+   * @param {Record<string, any>} fields
+   * @param {string} busy
+   * @param {string} okText
+   */
+  async act(id, kind, fields, busy, okText) {
+    const d = this.decisions.get(id);
+    if (!d) return null;
+    if (!this.write) {
+      d.note = { text: READER, tone: "error", at: Date.now() };
+      this.notify();
+      return null;
+    }
+    d.busy = busy;
+    this.notify();
+    const rep = await this.request(kind, { id, ...fields });
+    d.busy = "";
+    d.note = rep.ok
+      ? okText ? { text: okText, tone: "ok", at: Date.now() } : null
+      : { text: refusalText(kind, rep.reason, rep.message), tone: "error", at: Date.now() };
+    this.notify();
+    return rep;
+  }
+
+  /** @param {string} id */
+  reopen(id) {
+    return this.act(id, "question:reopen", {}, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
+  }
+
+  /** @param {string} id */
+  discard(id) {
+    return this.act(id, "question:discard", {}, "discarding", "Discarded. Its history is kept.");
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} text empty clears
+   */
+  why(id, text) {
+    return this.act(id, "question:why", { text }, "why", text ? "Why saved." : "Why cleared.");
+  }
+
+  /**
+   * Appends an option or a criterion. The idempotency key is kept until a
+   * definite answer, so a retry after a lost connection reuses it.
+   * @param {"option"|"criterion"} what
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} label
+   */
+  async append(what, id, qid, label) {
+    const slot = `${what}\u0000${id}\u0000${qid}\u0000${label.toLowerCase()}`;
+    let key = this.appendKeys.get(slot);
+    if (!key) {
+      key = "web-" + R.newActor().slice(0, 20);
+      this.appendKeys.set(slot, key);
+    }
+    const rep = await this.act(id, "question:" + what, { question: qid, key, label }, "append-" + what, "");
+    if (rep && rep.reason !== "disconnected" && rep.reason !== "timeout") this.appendKeys.delete(slot);
+    return rep;
+  }
+
+  /** Decisions this member edited that are still open (the Save bar's). */
+  editedOpen() {
+    return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
+  }
+}
+
+/**
+ * @param {string} doc
+ * @param {string} member
+ */
+export function syncURL(doc, member) {
+  const u = new URL("sync", location.href);
+  u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  u.search = new URLSearchParams({ doc, member }).toString();
+  return u.toString();
+}
+
+/**
+ * Definitions only grow: keep held when in has fewer options or criteria
+ * for any held question, or lacks one.
+ * @param {Definition} held
+ * @param {Definition} inc
+ * @returns {Definition}
+ */
+export function forward(held, inc) {
+  for (const hq of held?.questions || []) {
+    const iq = (inc?.questions || []).find((q) => q.id === hq.id);
+    if (!iq) return held;
+    if ((iq.options || []).length < (hq.options || []).length || (iq.criteria || []).length < (hq.criteria || []).length) return held;
+  }
+  return inc;
+}
+
+/**
+ * msgpack frames omit zero values: fill them in.
+ * @param {any} def
+ * @returns {Definition}
+ */
+function normalizeDefinition(def) {
+  return {
+    questions: (def?.questions || []).map((/** @type {any} */ q) => ({
+      ...q, options: q.options || [], criteria: q.criteria || [], multiple: q.multiple === true,
+    })),
+  };
+}
+
+/**
+ * @param {any} rec
+ * @returns {DecisionRecord}
+ */
+function normalizeRecord(rec) {
+  return { ...rec, status: rec.status || "open", definition: normalizeDefinition(rec.definition), history: rec.history || [] };
+}
+
+/**
+ * @param {string[]} a
+ * @param {string[]} b
+ */
+function same(a, b) {
+  if (a.length !== b.length) return false;
+  const s = [...a].sort();
+  const t = [...b].sort();
+  return s.every((x, i) => x === t[i]);
+}
+
+/** @param {string} s */
+function lower(s) {
+  return s.charAt(0).toLowerCase() + s.slice(1);
+}
+
+/** @param {string} login */
+export function display(login) {
+  if (!login) return "";
+  if (login === "planner") return "the Planner";
+  return login.charAt(0).toUpperCase() + login.slice(1);
+}

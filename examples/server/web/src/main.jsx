@@ -1,0 +1,839 @@
+// The example server's page: the sample plan with its decision cards
+// beside their passages, each card a live view of a real automerge replica
+// (client.js, replica.js). See ../README.md for the data-testid list.
+
+import { render } from "preact";
+import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
+import * as R from "./replica.js";
+import { Client, display } from "./client.js";
+
+const params = new URLSearchParams(location.search);
+
+/**
+ * @typedef {import("./client.js").Decision} Decision
+ * @typedef {import("./client.js").Question} Question
+ * @typedef {{login: string, name: string, write: boolean}} Member
+ * @typedef {{doc: string, members: Member[]}} Session
+ * @typedef {{id: string, kind: string, text?: string, decision?: string}} Block
+ */
+
+/** @type {Session} */
+const FALLBACK_SESSION = {
+  doc: "plan-1",
+  members: [
+    { login: "ana", name: "Ana", write: true },
+    { login: "ben", name: "Ben", write: true },
+    { login: "rita", name: "Rita", write: false },
+  ],
+};
+
+/** @param {string} url */
+async function getJSON(url) {
+  const r = await fetch(url, { cache: "no-store" });
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  return r.json();
+}
+
+async function main() {
+  const root = /** @type {HTMLElement} */ (document.getElementById("app"));
+  try {
+    await R.init(new URL("automerge.wasm", location.href));
+  } catch (e) {
+    root.textContent = `This page needs WebAssembly to hold its replicas: ${e}`;
+    return;
+  }
+  /** @type {Session} */
+  let session = FALLBACK_SESSION;
+  try {
+    session = await getJSON("api/session");
+  } catch (e) {
+    console.warn("no session API; using the demo personas", e);
+  }
+  root.textContent = "";
+  render(<App session={session} />, root);
+}
+
+/**
+ * @param {Session} session
+ * @returns {string}
+ */
+function initialMember(session) {
+  const logins = session.members.map((m) => m.login);
+  for (const m of [params.get("member"), localStorage.getItem("accord.member")]) {
+    if (m && logins.includes(m)) return m;
+  }
+  return logins[0] || "ana";
+}
+
+/**
+ * Polls a JSON URL, returning the latest good answer.
+ * @param {string} url
+ * @param {number} every ms
+ */
+function usePoll(url, every) {
+  const [state, setState] = useState(/** @type {{data: any, error: string, text: string}} */ ({ data: null, error: "", text: "" }));
+  useEffect(() => {
+    let live = true;
+    /** @type {any} */
+    let timer;
+    const tick = async () => {
+      try {
+        const r = await fetch(url, { cache: "no-store" });
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        const text = await r.text();
+        if (live) setState((s) => (s.text === text && !s.error ? s : { data: JSON.parse(text), error: "", text }));
+      } catch (e) {
+        if (live) setState((s) => ({ ...s, error: String(e) }));
+      }
+      if (live) timer = setTimeout(tick, every);
+    };
+    tick();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [url, every]);
+  return state;
+}
+
+function useCompact() {
+  const forced = params.get("compact");
+  const mq = matchMedia("(max-width: 760px)");
+  const [compact, setCompact] = useState(forced ? forced === "1" : mq.matches);
+  useEffect(() => {
+    if (forced) return;
+    const on = () => setCompact(mq.matches);
+    mq.addEventListener("change", on);
+    return () => mq.removeEventListener("change", on);
+  }, []);
+  return compact;
+}
+
+/** @param {{session: Session}} props */
+function App({ session }) {
+  const docId = params.get("doc") || session.doc;
+  const [member, setMember] = useState(() => initialMember(session));
+  const [client, setClient] = useState(/** @type {Client|null} */ (null));
+  const [, tick] = useReducer((/** @type {number} */ x) => x + 1, 0);
+  const [pageNote, setPageNote] = useState("");
+  const [demoBusy, setDemoBusy] = useState(false);
+  const compact = useCompact();
+  const plan = usePoll(`api/plan?doc=${encodeURIComponent(docId)}`, 1500);
+  const chat = usePoll(`api/chat?doc=${encodeURIComponent(docId)}`, 1500);
+
+  useEffect(() => {
+    const c = new Client({ doc: docId, member });
+    const off = c.subscribe(() => tick(1));
+    c.start();
+    setClient(c);
+    // For debugging and browser tests: the live client (replicas, records).
+    /** @type {any} */ (window).accord = c;
+    try {
+      localStorage.setItem("accord.member", member);
+      const u = new URL(location.href);
+      u.searchParams.set("member", member);
+      history.replaceState(null, "", u);
+    } catch {
+      // storage or history unavailable: the choice just is not kept
+    }
+    return () => {
+      off();
+      c.stop();
+    };
+  }, [member, docId]);
+
+  /** @type {Record<string, string>} */
+  const names = {};
+  for (const m of session.members) names[m.login] = m.name;
+  const nameOf = (/** @type {string} */ login) => names[login] || display(login);
+
+  const startDemo = async () => {
+    setDemoBusy(true);
+    setPageNote("");
+    try {
+      const r = await fetch(`api/demo/start?doc=${encodeURIComponent(docId)}`, { method: "POST" });
+      const body = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
+      const n = Array.isArray(body.opened) ? body.opened.length : 0;
+      setPageNote(n ? `The Planner opened ${n} decision${n === 1 ? "" : "s"} and asked one question.` : "The Planner's demo has started.");
+    } catch (e) {
+      setPageNote(`Could not start the demo: ${e instanceof Error ? e.message : e}`);
+    } finally {
+      setDemoBusy(false);
+    }
+  };
+
+  const c = client;
+  const conn = c ? c.conn : "connecting";
+  const reader = !!c && c.welcomed && !c.write;
+  const me = session.members.find((m) => m.login === member);
+  /** @type {Block[]} */
+  const blocks = plan.data?.blocks || [];
+  const edited = c ? c.editedOpen() : [];
+
+  return (
+    <div class={`page${compact ? " compact" : ""}`} data-testid="page" data-compact={compact ? "1" : "0"}>
+      <header class="top">
+        <div class="brand">
+          <span class="logo" aria-hidden="true">◆</span>
+          <span>Accord</span>
+          <span class="docname" data-testid="doc-name">{docId}</span>
+        </div>
+        <label class="picker">
+          <span>Member</span>
+          <select data-testid="member-picker" value={member} onChange={(e) => setMember(e.currentTarget.value)}>
+            {session.members.map((m) => (
+              <option value={m.login} key={m.login}>
+                {m.name}
+                {m.write ? "" : " (reader)"}
+              </option>
+            ))}
+          </select>
+        </label>
+        <ConnectionPill conn={conn} />
+        <button type="button" class="btn" data-testid="start-demo" onClick={startDemo} disabled={demoBusy}>
+          {demoBusy ? "Starting…" : "Start demo"}
+        </button>
+      </header>
+
+      <div class="banners">
+        {reader && (
+          <p class="banner" data-testid="reader-banner">
+            You are viewing as {me?.name || display(member)}, who can read this plan but not change it.
+          </p>
+        )}
+        {conn === "reconnecting" && (
+          <p class="banner warn" data-testid="reconnecting-banner">
+            Reconnecting… your edits stay here and are sent when the connection is back.
+          </p>
+        )}
+        <p class="banner info" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
+          {pageNote || c?.note?.text || ""}
+        </p>
+      </div>
+
+      <div class="layout">
+        <main class="plan" data-testid="plan" aria-label="Plan">
+          {plan.error && !plan.data && <p class="muted">The plan could not be loaded ({plan.error}).</p>}
+          {c && <Plan c={c} blocks={blocks} nameOf={nameOf} />}
+        </main>
+        <aside class="chat" data-testid="chat" aria-label="Chat">
+          <h2>Chat</h2>
+          <Chat notices={chat.data?.notices || []} />
+        </aside>
+      </div>
+
+      {compact && c && (
+        <div class="savebar" data-testid="savebar" role="region" aria-label="Save edited answers">
+          <span data-testid="savebar-count">
+            {edited.length === 0 ? "No edited answers" : `${edited.length} edited answer${edited.length === 1 ? "" : "s"}`}
+          </span>
+          <button
+            type="button"
+            class="btn primary"
+            data-testid="savebar-submit"
+            disabled={edited.length === 0 || !c.write || edited.some((d) => d.busy)}
+            onClick={() => c.save(edited.map((d) => d.id))}
+          >
+            {edited.some((d) => d.busy === "saving") ? "Saving…" : edited.length > 1 ? `Save ${edited.length}` : "Save"}
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** @param {{conn: string}} props */
+function ConnectionPill({ conn }) {
+  const text = { open: "Connected", connecting: "Connecting…", reconnecting: "Reconnecting…", closed: "Disconnected" }[conn] || conn;
+  return (
+    <span class={`conn ${conn}`} data-testid="connection-status" data-state={conn} role="status" aria-live="polite">
+      <span class="dot" aria-hidden="true" />
+      {text}
+    </span>
+  );
+}
+
+/** @param {{c: Client, blocks: Block[], nameOf: (s: string) => string}} props */
+function Plan({ c, blocks, nameOf }) {
+  /** @type {{block: Block|null, cards: string[]}[]} */
+  const rows = [];
+  const placed = new Set();
+  for (const b of blocks) {
+    if (b.kind === "decision") {
+      if (!b.decision) continue;
+      if (rows.length === 0) rows.push({ block: null, cards: [] });
+      rows[rows.length - 1].cards.push(b.decision);
+      placed.add(b.decision);
+    } else {
+      rows.push({ block: b, cards: [] });
+    }
+  }
+  const others = c.order.filter((id) => !placed.has(id));
+  return (
+    <>
+      {rows.map((row, i) => (
+        <section class={`row${row.cards.length ? " has-cards" : ""}`} key={row.block?.id || `top-${i}`} data-testid={row.block ? `block-${row.block.id}` : undefined}>
+          <div class="passage">{row.block && <Passage block={row.block} />}</div>
+          {row.cards.length > 0 && (
+            <div class="cards">
+              {row.cards.map((id) => (
+                <CardSlot key={id} c={c} id={id} nameOf={nameOf} />
+              ))}
+            </div>
+          )}
+        </section>
+      ))}
+      {others.length > 0 && (
+        <section class="row others" data-testid="other-decisions">
+          <div class="passage">
+            <h2>Other decisions</h2>
+            <p class="muted">Questions asked outside the plan's passages.</p>
+          </div>
+          <div class="cards">
+            {others.map((id) => (
+              <CardSlot key={id} c={c} id={id} nameOf={nameOf} />
+            ))}
+          </div>
+        </section>
+      )}
+      {blocks.length > 0 && c.order.length === 0 && c.welcomed && (
+        <p class="muted empty" data-testid="no-decisions">No decisions yet. Press Start demo to have the Planner open some.</p>
+      )}
+    </>
+  );
+}
+
+/** @param {{block: Block}} props */
+function Passage({ block }) {
+  const t = block.text || "";
+  switch (block.kind) {
+    case "title":
+      return <h1 class="title">{t}</h1>;
+    case "heading":
+      return <h2>{t}</h2>;
+    case "table": {
+      const rows = t.split("\n").filter(Boolean).map((r) => r.split("|").map((s) => s.trim()));
+      const [head, ...body] = rows;
+      return (
+        <table class="plantable">
+          <thead>
+            <tr>{(head || []).map((h, i) => <th scope="col" key={i}>{h}</th>)}</tr>
+          </thead>
+          <tbody>
+            {body.map((r, i) => (
+              <tr key={i}>{r.map((cell, j) => <td key={j}>{cell}</td>)}</tr>
+            ))}
+          </tbody>
+        </table>
+      );
+    }
+    case "diagram":
+      return <pre class="diagram">{t}</pre>;
+    default:
+      return <p>{t}</p>;
+  }
+}
+
+/** @param {{c: Client, id: string, nameOf: (s: string) => string}} props */
+function CardSlot({ c, id, nameOf }) {
+  const d = c.decisions.get(id);
+  if (!d) {
+    return (
+      <article class="card pending" data-testid={`card-${id}`} data-status="loading">
+        <p class="muted">Loading decision…</p>
+      </article>
+    );
+  }
+  return <Card c={c} d={d} nameOf={nameOf} />;
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** @param {any} at */
+function when(at) {
+  const t = at instanceof Date ? at : at ? new Date(at) : null;
+  if (!t || isNaN(t.getTime()) || t.getFullYear() < 2000) return "";
+  return `${t.getDate()} ${MONTHS[t.getMonth()]}`;
+}
+
+/**
+ * What a question shows: the draft while open, the saved answer once
+ * settled (or discarded after a save), else the last draft.
+ * @param {Decision} d
+ * @param {any} draft
+ * @param {string} qid
+ * @returns {{text: string, choices: string[], marks: Record<string, string|null>}}
+ */
+function valuesOf(d, draft, qid) {
+  if (d.record.status !== "open" && d.record.answer) {
+    const a = (d.record.answer.answers || []).find((x) => x.question === qid);
+    return { text: a?.text || "", choices: a?.choices || [], marks: a?.marks || {} };
+  }
+  const q = draft?.questions?.[qid];
+  return { text: q?.text || "", choices: q?.choices || [], marks: q?.marks || {} };
+}
+
+/** @param {{c: Client, d: Decision, nameOf: (s: string) => string}} props */
+function Card({ c, d, nameOf }) {
+  const rec = d.record;
+  const status = rec.status;
+  const open = status === "open";
+  const draft = c.draft(d);
+  const canEdit = c.write && open && !!d.doc && !d.busy;
+  const questions = rec.definition.questions || [];
+  const answerable =
+    !!draft &&
+    questions.length > 0 &&
+    questions.every((q) => {
+      const v = valuesOf(d, draft, q.id);
+      return q.response === "text" ? v.text.trim() !== "" : v.choices.length > 0;
+    });
+  const [confirming, setConfirming] = useState(false);
+  const title = questions[0]?.question || "Decision";
+  const hid = `q-${d.id}`;
+
+  return (
+    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} aria-labelledby={hid}>
+      <header class="cardhead">
+        <StatusPill d={d} nameOf={nameOf} />
+        {d.edited && open && (
+          <span class="edited" data-testid={`edited-${d.id}`}>
+            Edited
+          </span>
+        )}
+        {c.unsent(d) && (
+          <span class="sync" data-testid={`sending-${d.id}`} title="Your edits are on their way to the server">
+            {c.welcomed ? "Sending…" : "Not sent yet"}
+          </span>
+        )}
+      </header>
+      <h3 id={hid} class="sr-only">
+        {title}
+      </h3>
+      {!d.doc && <p class="muted">Loading the shared draft…</p>}
+      {questions.map((q) => (
+        <QuestionView key={q.id} c={c} d={d} q={q} values={valuesOf(d, draft, q.id)} canEdit={canEdit} />
+      ))}
+      {status === "settled" && <Why c={c} d={d} nameOf={nameOf} />}
+      <footer class="actions">
+        {open && (
+          <>
+            <button
+              type="button"
+              class="btn primary"
+              data-testid={`save-${d.id}`}
+              disabled={!canEdit || !answerable}
+              aria-describedby={!answerable && c.write ? `hint-${d.id}` : undefined}
+              onClick={() => c.save([d.id])}
+            >
+              {d.busy === "saving" ? "Saving…" : "Save"}
+            </button>
+            {!answerable && c.write && d.doc && (
+              <span class="hint" id={`hint-${d.id}`}>
+                Answer every question to save.
+              </span>
+            )}
+          </>
+        )}
+        {status === "settled" && (
+          <button type="button" class="btn outline" data-testid={`reopen-${d.id}`} disabled={!c.write || !!d.busy} onClick={() => c.reopen(d.id)}>
+            {d.busy === "reopening" ? "Reopening…" : "Reopen"}
+          </button>
+        )}
+        {status !== "discarded" && !confirming && (
+          <button type="button" class="btn quiet" data-testid={`discard-${d.id}`} disabled={!c.write || !!d.busy} onClick={() => setConfirming(true)}>
+            Discard…
+          </button>
+        )}
+        {status !== "discarded" && confirming && (
+          <span class="confirm" role="group" aria-label="Confirm discard">
+            <span>Discard this decision? Its history is kept.</span>
+            <button
+              type="button"
+              class="btn danger"
+              data-testid={`discard-confirm-${d.id}`}
+              onClick={async () => {
+                setConfirming(false);
+                await c.discard(d.id);
+              }}
+            >
+              Discard
+            </button>
+            <button type="button" class="btn quiet" data-testid={`discard-cancel-${d.id}`} onClick={() => setConfirming(false)}>
+              Cancel
+            </button>
+          </span>
+        )}
+      </footer>
+      <p class={`note ${d.note?.tone || ""}`} role="status" aria-live="polite" data-testid={`message-${d.id}`}>
+        {d.note?.text || ""}
+      </p>
+      <History d={d} nameOf={nameOf} />
+    </article>
+  );
+}
+
+/** @param {{d: Decision, nameOf: (s: string) => string}} props */
+function StatusPill({ d, nameOf }) {
+  const rec = d.record;
+  let text = "Open";
+  if (rec.status === "settled") {
+    const by = rec.answer?.by ? nameOf(rec.answer.by) : "";
+    const on = when(rec.answer?.at);
+    text = `Settled${by ? ` by ${by}` : ""}${on ? `, ${on}` : ""}`;
+  } else if (rec.status === "discarded") {
+    text = `Discarded${rec.discardedBy ? ` by ${nameOf(rec.discardedBy)}` : ""}`;
+  }
+  return (
+    <span class={`pill ${rec.status}`} data-testid={`status-${d.id}`} data-status={rec.status}>
+      {text}
+    </span>
+  );
+}
+
+/**
+ * @param {{c: Client, d: Decision, q: Question, values: {text: string, choices: string[], marks: Record<string, string|null>}, canEdit: boolean}} props
+ */
+function QuestionView({ c, d, q, values, canEdit }) {
+  const written = q.response === "text";
+  const fid = `answer-${d.id}-${q.id}`;
+  const open = d.record.status === "open";
+  return (
+    <section class="question" data-testid={`question-${d.id}-${q.id}`}>
+      <p class="qtext">{q.question}</p>
+      {q.context && <p class="context">{q.context}</p>}
+      {written ? (
+        <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => c.setText(d.id, q.id, t)} />
+      ) : (
+        <ChoiceView c={c} d={d} q={q} values={values} canEdit={canEdit} />
+      )}
+      {!written && (q.criteria || []).length > 0 && <Matrix c={c} d={d} q={q} values={values} canEdit={canEdit} />}
+      {!written && !q.verbatim && open && c.write && <Appends c={c} d={d} q={q} />}
+    </section>
+  );
+}
+
+/**
+ * A textarea kept equal to the replica's text. Local typing becomes one
+ * splice on the shared Text; remote edits update the field and keep the
+ * caret where it was relative to the text around it.
+ * @param {{id: string, value: string, disabled: boolean, label: string, onText: (s: string) => void}} props
+ */
+function AnswerField({ id, value, disabled, label, onText }) {
+  const ref = useRef(/** @type {HTMLTextAreaElement|null} */ (null));
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el || el.value === value) return;
+    const focused = document.activeElement === el;
+    const s = el.selectionStart;
+    const e = el.selectionEnd;
+    const d = R.diff(el.value, value);
+    el.value = value;
+    if (focused && d) {
+      const shift = (/** @type {number} */ p) => (p <= d.pos ? p : p >= d.pos + d.del ? p - d.del + d.ins.length : d.pos + d.ins.length);
+      el.setSelectionRange(shift(s), shift(e));
+    }
+  });
+  return (
+    <textarea
+      ref={ref}
+      class="answer"
+      data-testid={id}
+      aria-label={label}
+      rows={3}
+      placeholder={disabled ? "" : "Write the answer…"}
+      defaultValue={value}
+      disabled={disabled}
+      onInput={(e) => onText(e.currentTarget.value)}
+    />
+  );
+}
+
+/** @param {{c: Client, d: Decision, q: Question, values: {choices: string[]}, canEdit: boolean}} props */
+function ChoiceView({ c, d, q, values, canEdit }) {
+  const multiple = q.multiple === true;
+  const opts = q.options || [];
+  return (
+    <fieldset class="options" data-testid={`options-${d.id}-${q.id}`}>
+      <legend class="sr-only">{multiple ? "Choose any" : "Choose one"}</legend>
+      {opts.length === 0 && <p class="muted">No options yet: add one below.</p>}
+      {opts.map((o) => (
+        <label class={`option${values.choices.includes(o.id) ? " chosen" : ""}`} key={o.id}>
+          <input
+            type={multiple ? "checkbox" : "radio"}
+            name={`choice-${d.id}-${q.id}`}
+            value={o.id}
+            data-testid={`option-${d.id}-${q.id}-${o.id}`}
+            checked={values.choices.includes(o.id)}
+            disabled={!canEdit}
+            onChange={(e) => c.choose(d.id, q.id, o.id, e.currentTarget.checked, multiple)}
+          />
+          <span>{o.label}</span>
+        </label>
+      ))}
+      {!multiple && canEdit && values.choices.length > 0 && (
+        <button type="button" class="btn link" data-testid={`clear-choice-${d.id}-${q.id}`} onClick={() => c.choose(d.id, q.id, values.choices[0], false, false)}>
+          Clear choice
+        </button>
+      )}
+    </fieldset>
+  );
+}
+
+const MARK_LABEL = /** @type {Record<string, string>} */ ({ yes: "Yes", partly: "Partly", no: "No" });
+
+/** @param {{c: Client, d: Decision, q: Question, values: {choices: string[], marks: Record<string, string|null>}, canEdit: boolean}} props */
+function Matrix({ c, d, q, values, canEdit }) {
+  const opts = q.options || [];
+  const crits = q.criteria || [];
+  return (
+    <div class="matrixwrap">
+      <table class="matrix" data-testid={`matrix-${d.id}-${q.id}`}>
+        <caption>How each option meets the criteria</caption>
+        <colgroup>
+          <col class="optcol" />
+          {crits.map((cr) => (
+            <col key={cr.id} />
+          ))}
+        </colgroup>
+        <thead>
+          <tr>
+            <th scope="col">Option</th>
+            {crits.map((cr) => (
+              <th scope="col" key={cr.id} data-testid={`criterion-${d.id}-${q.id}-${cr.id}`}>
+                {cr.label}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {opts.map((o) => (
+            <tr key={o.id} class={values.choices.includes(o.id) ? "chosen" : ""}>
+              <th scope="row">{o.label}</th>
+              {crits.map((cr) => {
+                const m = values.marks[`${o.id}/${cr.id}`] || "";
+                return (
+                  <td key={cr.id} class={`cell ${m}`}>
+                    <select
+                      data-testid={`mark-${d.id}-${q.id}-${o.id}-${cr.id}`}
+                      aria-label={`${o.label} — ${cr.label}`}
+                      title={canEdit ? "Yes, partly or no; — clears the cell" : undefined}
+                      value={m}
+                      disabled={!canEdit}
+                      onChange={(e) => {
+                        const v = e.currentTarget.value;
+                        c.setMark(d.id, q.id, o.id, cr.id, v === "" ? null : /** @type {"yes"|"partly"|"no"} */ (v));
+                      }}
+                    >
+                      <option value="">—</option>
+                      {R.MARKS.map((k) => (
+                        <option value={k} key={k}>
+                          {MARK_LABEL[k]}
+                        </option>
+                      ))}
+                    </select>
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** @param {{c: Client, d: Decision, q: Question}} props */
+function Appends({ c, d, q }) {
+  const crits = (q.criteria || []).length;
+  return (
+    <div class="appends">
+      <AppendForm c={c} d={d} q={q} what="option" label="New option" button="Add option" />
+      <AppendForm c={c} d={d} q={q} what="criterion" label="New criterion" button="Add criterion" hint={`${crits} of 5`} />
+    </div>
+  );
+}
+
+/** @param {{c: Client, d: Decision, q: Question, what: "option"|"criterion", label: string, button: string, hint?: string}} props */
+function AppendForm({ c, d, q, what, label, button, hint }) {
+  const [text, setText] = useState("");
+  const busy = d.busy === "append-" + what;
+  const id = `add-${what}-input-${d.id}-${q.id}`;
+  return (
+    <form
+      class="append"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const t = text.trim();
+        if (!t) return;
+        const rep = await c.append(what, d.id, q.id, t);
+        if (rep && rep.ok) setText("");
+      }}
+    >
+      <label for={id} class="sr-only">
+        {label}
+      </label>
+      <input
+        id={id}
+        data-testid={id}
+        placeholder={label}
+        maxLength={what === "criterion" ? 40 : 200}
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+        disabled={!!d.busy}
+      />
+      <button type="submit" class="btn" data-testid={`add-${what}-${d.id}-${q.id}`} disabled={!!d.busy || !text.trim()}>
+        {busy ? "Adding…" : button}
+      </button>
+      {hint && <span class="hint">{hint}</span>}
+    </form>
+  );
+}
+
+/** @param {{c: Client, d: Decision, nameOf: (s: string) => string}} props */
+function Why({ c, d, nameOf }) {
+  const rec = d.record;
+  const [text, setText] = useState(rec.why || "");
+  const [editing, setEditing] = useState(false);
+  useEffect(() => {
+    if (!editing) setText(rec.why || "");
+  }, [rec.why, editing]);
+  const by = rec.whyBy ? nameOf(rec.whyBy) : "";
+  return (
+    <div class="why" data-testid={`why-section-${d.id}`}>
+      <p data-testid={`why-${d.id}`} class={rec.why ? "" : "muted"}>
+        {rec.why ? (
+          <>
+            <strong>Why: </strong>
+            {rec.why}
+            <span class="by">{by ? ` — ${by}` : " — drafted"}</span>
+          </>
+        ) : by ? (
+          `${by} cleared the why.`
+        ) : (
+          "No why yet."
+        )}
+      </p>
+      {c.write && (
+        <form
+          class="whyform"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const rep = await c.why(d.id, text.trim());
+            if (rep && rep.ok) setEditing(false);
+          }}
+        >
+          <label for={`why-input-${d.id}`} class="sr-only">
+            Why (one sentence)
+          </label>
+          <input
+            id={`why-input-${d.id}`}
+            data-testid={`why-input-${d.id}`}
+            placeholder="Why this answer, in one sentence"
+            maxLength={300}
+            value={text}
+            disabled={!!d.busy}
+            onInput={(e) => {
+              setEditing(true);
+              setText(e.currentTarget.value);
+            }}
+          />
+          <button type="submit" class="btn" data-testid={`why-save-${d.id}`} disabled={!!d.busy || !text.trim() || text.trim() === (rec.why || "")}>
+            {rec.why ? "Replace why" : "Set why"}
+          </button>
+          {rec.why && (
+            <button
+              type="button"
+              class="btn quiet"
+              data-testid={`why-clear-${d.id}`}
+              disabled={!!d.busy}
+              onClick={async () => {
+                const rep = await c.why(d.id, "");
+                if (rep && rep.ok) {
+                  setEditing(false);
+                  setText("");
+                }
+              }}
+            >
+              Clear why
+            </button>
+          )}
+        </form>
+      )}
+    </div>
+  );
+}
+
+/** @param {{d: Decision, nameOf: (s: string) => string}} props */
+function History({ d, nameOf }) {
+  const hist = d.record.history || [];
+  if (hist.length === 0) return null;
+  const qs = d.record.definition.questions || [];
+  return (
+    <details class="history" data-testid={`history-${d.id}`} open>
+      <summary>
+        Earlier answers ({hist.length})
+      </summary>
+      <ol>
+        {hist
+          .map((h, i) => (
+            <li key={i} data-testid={`history-${d.id}-${i}`}>
+              <p class="hhead">
+                <strong>{nameOf(h.by)}</strong> saved{when(h.at) ? ` on ${when(h.at)}` : ""}
+                {h.reopenedBy ? `; reopened by ${nameOf(h.reopenedBy)}` : ""}
+              </p>
+              {(h.answers || []).map((a) => {
+                const q = qs.find((x) => x.id === a.question);
+                const labels = (a.choices || []).map((id) => q?.options?.find((o) => o.id === id)?.label || id);
+                const marks = Object.entries(a.marks || {});
+                return (
+                  <p class="hanswer" key={a.question}>
+                    {qs.length > 1 && q ? <span class="muted">{q.question} </span> : null}
+                    {a.text ? `“${a.text}”` : labels.join(", ")}
+                    {marks.length > 0 && (
+                      <span class="muted">
+                        {" "}
+                        ({marks
+                          .map(([k, v]) => {
+                            const [o, cr] = k.split("/");
+                            const ol = q?.options?.find((x) => x.id === o)?.label || o;
+                            const cl = q?.criteria?.find((x) => x.id === cr)?.label || cr;
+                            return `${ol} / ${cl}: ${MARK_LABEL[v] || v}`;
+                          })
+                          .join("; ")}
+                        )
+                      </span>
+                    )}
+                  </p>
+                );
+              })}
+              {h.why && (
+                <p class="hwhy">
+                  Why: {h.why}
+                  {h.whyBy ? ` — ${nameOf(h.whyBy)}` : ""}
+                </p>
+              )}
+            </li>
+          ))}
+      </ol>
+    </details>
+  );
+}
+
+/** @param {{notices: {id: string, text: string, at?: string}[]}} props */
+function Chat({ notices }) {
+  if (notices.length === 0) return <p class="muted" data-testid="chat-empty">No messages yet.</p>;
+  return (
+    <ul class="notices" aria-live="polite" data-testid="chat-notices">
+      {notices.map((n) => (
+        <li key={n.id} data-testid={`chat-notice-${n.id}`}>
+          <span>{n.text}</span>
+          {n.at && <time dateTime={n.at}>{when(n.at)}</time>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+main();

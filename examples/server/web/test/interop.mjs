@@ -1,0 +1,96 @@
+// The JavaScript side of the Go ↔ JavaScript interoperability test
+// (examples/server/interop_test.go). It holds automerge 3 replicas of a
+// decision document, using the page's own document code (src/replica.js),
+// and obeys commands from the Go test, one JSON object a line on stdin,
+// answering each with one JSON line on stdout: {ok: true, ...} or
+// {ok: false, error}. Byte fields are base64.
+//
+// Commands ({cmd, ...}):
+//   info                            automerge's version
+//   load {name, doc}                load a document Go saved
+//   create {name, questions}        make a document from scratch
+//   state {name}                    {state, heads}
+//   mark {name, q, o, c, mark}      set or (mark null) clear a cell
+//   choose {name, q, o, on, multiple}
+//   splice {name, q, pos, del, ins} edit a written answer
+//   settext {name, q, text}         replace it by the smallest splice
+//   since {name, heads}             {changes}: the changes not in heads
+//   apply {name, changes}           {heads, complete}
+//   save {name}                     {doc}
+//   chunks {name, heads}            {types}: chunk types of getChangesSince
+//
+// Run by hand: node test/interop.mjs < commands.jsonl
+
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import * as R from "../src/replica.js";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const wasmPath = here + "../node_modules/@automerge/automerge/dist/automerge.wasm";
+await R.init(readFileSync(wasmPath));
+
+const A = R.A;
+/** @type {Map<string, any>} */
+const docs = new Map();
+
+const b64 = (/** @type {Uint8Array} */ b) => Buffer.from(b).toString("base64");
+const bytes = (/** @type {string} */ s) => new Uint8Array(Buffer.from(s, "base64"));
+
+function doc(name) {
+  const d = docs.get(name);
+  if (!d) throw new Error(`no document ${name}`);
+  return d;
+}
+
+const handlers = {
+  info: () => ({ version: JSON.parse(readFileSync(here + "../node_modules/@automerge/automerge/package.json", "utf8")).version, release: A.releaseInfo() }),
+  load: (m) => {
+    docs.set(m.name, R.load(bytes(m.doc)));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  create: (m) => {
+    docs.set(m.name, R.create(m.questions));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  state: (m) => ({ state: R.readState(doc(m.name)), heads: R.heads(doc(m.name)) }),
+  mark: (m) => {
+    docs.set(m.name, R.setMark(doc(m.name), m.q, m.o, m.c, m.mark));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  choose: (m) => {
+    docs.set(m.name, R.choose(doc(m.name), m.q, m.o, m.on, m.multiple));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  splice: (m) => {
+    docs.set(m.name, R.spliceText(doc(m.name), m.q, m.pos, m.del, m.ins));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  settext: (m) => {
+    docs.set(m.name, R.setText(doc(m.name), m.q, m.text));
+    return { heads: R.heads(doc(m.name)) };
+  },
+  since: (m) => ({ changes: b64(R.changesSince(doc(m.name), m.heads ?? [])) }),
+  apply: (m) => {
+    const { doc: next, complete } = R.applyBatch(doc(m.name), bytes(m.changes));
+    docs.set(m.name, next);
+    return { heads: R.heads(next), complete };
+  },
+  save: (m) => ({ doc: b64(A.save(doc(m.name))) }),
+  chunks: (m) => ({ types: A.getChangesSince(doc(m.name), m.heads ?? []).map((c) => c[8]) }),
+};
+
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of rl) {
+  if (!line.trim()) continue;
+  let out;
+  try {
+    const m = JSON.parse(line);
+    const h = handlers[m.cmd];
+    if (!h) throw new Error(`unknown command ${m.cmd}`);
+    out = { ok: true, ...h(m) };
+  } catch (e) {
+    out = { ok: false, error: String(e?.stack ?? e) };
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
