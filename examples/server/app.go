@@ -98,8 +98,32 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 	}
 	a.planner = &demoPlanner{app: a}
 	a.host.Chat.OnTurn(a.planner.onTurn)
+	if err := a.placeCards(context.Background(), demoDoc); err != nil {
+		return nil, err
+	}
 	a.driver.Watch(demoDoc)
 	return a, nil
+}
+
+// placeCards puts the cards of decisions stored before a restart back
+// beside their passages: the sample plan lives in memory, the decisions in
+// bbolt.
+func (a *app) placeCards(ctx context.Context, doc string) error {
+	var cards []delivery.Placement
+	err := a.srv.Do(ctx, doc, func(auth *question.Authority) error {
+		for _, r := range auth.Records() {
+			p := delivery.Placement{Decision: r.ID}
+			if len(r.Passage) > 0 {
+				p.After, p.Link = r.Passage[0], r.Passage[0]
+			}
+			cards = append(cards, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return a.host.Docs.Place(ctx, doc, cards)
 }
 
 func (a *app) routes(mux *http.ServeMux) {
