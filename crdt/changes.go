@@ -3,9 +3,14 @@ package crdt
 import (
 	"bytes"
 	"compress/flate"
-	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
+	"slices"
+
+	"github.com/automerge/automerge-go"
 )
 
 // Chunk types of automerge's binary format.
@@ -17,66 +22,832 @@ const (
 
 var chunkMagic = [4]byte{0x85, 0x6f, 0x4a, 0x83}
 
-// rawChange is one change of a batch, read without automerge: its hash and
-// the hashes it depends on.
+// splitChunks splits a batch of concatenated change chunks (as
+// ChangesSince writes) into single chunks, by their declared lengths.
+// parseSyncChange then checks each one.
+func splitChunks(batch []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(batch) > 0 {
+		if len(batch) < syncChunkHeaderMin {
+			return nil, errorf(ErrMalformed, "change %d: truncated chunk header", len(out)+1)
+		}
+		n, w := binary.Uvarint(batch[9:])
+		if w <= 0 || n > uint64(len(batch)-9-w) {
+			return nil, errorf(ErrMalformed, "change %d: bad chunk length", len(out)+1)
+		}
+		end := 9 + w + int(n)
+		out = append(out, batch[:end:end])
+		batch = batch[end:]
+	}
+	return out, nil
+}
+
+// checkChanges guards automerge 0.5 against a batch from outside: each
+// chunk must be a well-formed single change whose actor indices are in
+// range (parseSyncChange), every dependency must be in the document or
+// earlier in the batch (automerge would otherwise park the change unseen
+// and apply it later unchecked), and every change must carry exactly its
+// actor's next sequence number (a gap poisons the document: automerge
+// panics on the next sync message or incremental save). It returns the
+// hashes of the changes new to d and the per-actor counts after them.
+func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, error) {
+	parsed, err := parseChangeList(chunks)
+	if err != nil {
+		return nil, nil, err
+	}
+	inBatch := map[ChangeHash]bool{}
+	var fresh []ChangeHash
+	for i, c := range parsed {
+		for _, dep := range c.deps {
+			if !inBatch[dep] && !d.Has(Heads{dep}) {
+				return nil, nil, errorf(ErrMissingDeps, "change %d (%s) needs %s", i+1, short(c.hash), short(dep))
+			}
+		}
+		inBatch[c.hash] = true
+		if !d.Has(Heads{c.hash}) {
+			fresh = append(fresh, c.hash)
+		}
+	}
+	counts, err := d.seqCounts()
+	if err != nil {
+		return nil, nil, err
+	}
+	counts = maps.Clone(counts)
+	if err := replayChanges(parsed, func(h automerge.ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
+		return nil, nil, err
+	}
+	return fresh, counts, nil
+}
+
+// seqCounts returns how many changes of each actor the document holds,
+// reading the history once and keeping the counts up to date after.
+func (d *Doc) seqCounts() (map[string]uint64, error) {
+	if d.seqs != nil {
+		return d.seqs, nil
+	}
+	chs, err := d.am.Changes()
+	if err != nil {
+		return nil, amError("read changes", err)
+	}
+	seqs := make(map[string]uint64)
+	for _, c := range chs {
+		seqs[c.ActorID()]++
+	}
+	d.seqs = seqs
+	return seqs, nil
+}
+
+// rawChange is one change of a batch: its hash and the hashes it depends
+// on.
 type rawChange struct {
 	hash ChangeHash
 	deps []ChangeHash
 }
 
-// splitChanges reads a batch of concatenated change chunks far enough to
-// know each change's hash and dependencies. automerge-go can only load a
-// batch whose dependencies are all inside it, and otherwise parks changes
-// with missing dependencies silently; reading the headers here lets
-// ApplyChanges refuse such batches before automerge sees them.
+// splitChanges reads the hash and dependencies of every change of a batch.
 func splitChanges(batch []byte) ([]rawChange, error) {
-	var out []rawChange
-	for len(batch) > 0 {
-		if len(batch) < 9 || !bytes.Equal(batch[:4], chunkMagic[:]) {
-			return nil, errorf(ErrMalformed, "change %d: not an automerge change chunk", len(out)+1)
-		}
-		typ := batch[8]
-		n, w := binary.Uvarint(batch[9:])
-		if w <= 0 || n > uint64(len(batch)-9-w) {
-			return nil, errorf(ErrMalformed, "change %d: bad length", len(out)+1)
-		}
-		body := batch[9+w : 9+w+int(n)]
-		checksum := batch[4:8]
-		batch = batch[9+w+int(n):]
-		switch typ {
-		case chunkChange:
-		case chunkCompressed:
-			dec, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body)), MaxChangesBytes*4+1))
-			if err != nil || len(dec) > MaxChangesBytes*4 {
-				return nil, errorf(ErrMalformed, "change %d: bad compressed body", len(out)+1)
-			}
-			body = dec
-		default:
-			return nil, errorf(ErrMalformed, "change %d: chunk type %d is not a change", len(out)+1, typ)
-		}
-		// The hash covers the uncompressed change chunk's type, length and
-		// body; its first four bytes are the checksum.
-		h := sha256.New()
-		h.Write([]byte{chunkChange})
-		h.Write(binary.AppendUvarint(nil, uint64(len(body))))
-		h.Write(body)
-		var c rawChange
-		copy(c.hash[:], h.Sum(nil))
-		if !bytes.Equal(c.hash[:4], checksum) {
-			return nil, errorf(ErrMalformed, "change %d: checksum mismatch", len(out)+1)
-		}
-		nd, w := binary.Uvarint(body)
-		if w <= 0 || nd > uint64(len(body)-w)/32 {
-			return nil, errorf(ErrMalformed, "change %d: bad dependency list", len(out)+1)
-		}
-		body = body[w:]
-		for i := uint64(0); i < nd; i++ {
-			var d ChangeHash
-			copy(d[:], body[:32])
-			body = body[32:]
-			c.deps = append(c.deps, d)
-		}
-		out = append(out, c)
+	chunks, err := splitChunks(batch)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := parseChangeList(chunks)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rawChange, len(parsed))
+	for i, p := range parsed {
+		out[i] = rawChange{hash: p.hash, deps: p.deps}
 	}
 	return out, nil
+}
+
+// checkDocChunks checks the document chunks of buf (a save, possibly
+// followed by changes, as Load reads it) for what automerge 0.5's document
+// loader trusts: it turns each operation's action into an operation type
+// without checking it, so an unknown action, or an increment without an
+// integer, panics in Rust ("entered unreachable code:
+// validate_action_and_value returned UnknownAction") and aborts the
+// process; and it maps actor indices through the document's actor table by
+// plain indexing. A document's checksum is no protection: anyone can
+// compute one. (Found by FuzzLoad with checksums recomputed.)
+func checkDocChunks(buf []byte) error {
+	for n := 1; len(buf) >= 9 && bytes.Equal(buf[:4], chunkMagic[:]); n++ {
+		size, w := binary.Uvarint(buf[9:])
+		if w <= 0 || size > uint64(len(buf)-9-w) {
+			return nil // automerge refuses a bad length itself
+		}
+		typ, body := buf[8], buf[9+w:9+w+int(size)]
+		buf = buf[9+w+int(size):]
+		if typ != chunkDocument {
+			continue
+		}
+		if err := checkDocument(body); err != nil {
+			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+		}
+	}
+	return nil
+}
+
+// Column types, flags and ids of automerge's columnar encoding, and the
+// operation actions automerge 0.5 knows.
+const (
+	colActor     = 1
+	colDeflate   = 8
+	colAction    = 4<<4 | 2 // operation action, integer
+	colValueMeta = 5<<4 | 6 // value type and length
+	maxAction    = 7        // make map, put, make list, delete, make text, increment, make table, mark
+	actionInc    = 5        // increment: needs an integer value
+	valueUint    = 3
+	valueInt     = 4
+	maxColumns   = 64 // automerge writes at most 16
+)
+
+// checkDocument checks a document chunk's body: actor indices in its change
+// and operation columns, and its operations' actions.
+func checkDocument(body []byte) error {
+	r := leb{b: body}
+	actors := r.count(len(body))
+	for i := 0; i < actors && r.err == nil; i++ {
+		r.bytes()
+	}
+	r.take(r.count(len(r.b)/32) * 32) // heads
+	changes, ops := r.layout(), r.layout()
+	r.fill(changes)
+	r.fill(ops)
+	if r.err != nil {
+		return r.err
+	}
+	var action, meta []byte
+	for i, c := range append(changes, ops...) {
+		data := c.data
+		if c.spec&colDeflate != 0 {
+			var err error
+			if data, err = inflate(data); err != nil {
+				return err
+			}
+		}
+		switch {
+		case c.spec&7 == colActor:
+			if err := checkActorRuns(data, uint64(actors)); err != nil {
+				return err
+			}
+		case i >= len(changes) && c.spec&^colDeflate == colAction:
+			action = data
+		case i >= len(changes) && c.spec&^colDeflate == colValueMeta:
+			meta = data
+		}
+	}
+	return checkActions(action, meta)
+}
+
+type column struct {
+	spec, size uint64
+	data       []byte
+}
+
+// checkActorRuns checks that every actor index in a column is below n.
+func checkActorRuns(col []byte, n uint64) error {
+	c := rle{r: leb{b: col}}
+	for c.next() {
+		if !c.null && c.val >= n {
+			return fmt.Errorf("an operation names actor %d of %d", c.val, n)
+		}
+		c.skip(c.left)
+	}
+	return c.r.err
+}
+
+// checkActions checks that every action is one automerge 0.5 knows, and
+// that every increment carries an integer.
+func checkActions(action, meta []byte) error {
+	a, m := rle{r: leb{b: action}}, rle{r: leb{b: meta}}
+	for a.next() {
+		if !a.null && a.val > maxAction {
+			return fmt.Errorf("unknown operation action %d", a.val)
+		}
+		if !m.next() {
+			return m.r.err // fewer values than operations: automerge refuses it
+		}
+		if !a.null && a.val == actionInc && (m.null || (m.val&15 != valueUint && m.val&15 != valueInt)) {
+			return errors.New("an increment without an integer")
+		}
+		// Both stay the same for k rows.
+		k := min(a.left, m.left)
+		if a.lit || m.lit {
+			k = 1
+		}
+		a.skip(k)
+		m.skip(k)
+	}
+	return a.r.err
+}
+
+// rle walks a run-length encoded column of unsigned integers. A run opens
+// with a signed length: positive, one value repeated; negative, that many
+// literal values; zero, followed by a count of nulls. A literal run is
+// walked one value at a time.
+type rle struct {
+	r    leb
+	left uint64 // values left in the current run
+	lit  bool
+	null bool
+	val  uint64
+}
+
+// next makes the current value available, reading the next run when the
+// current one is used up; false at the end, or on an error (in r.err).
+func (c *rle) next() bool {
+	for c.left == 0 {
+		if len(c.r.b) == 0 || c.r.err != nil {
+			return false
+		}
+		switch n := c.r.int(); {
+		case n > 0:
+			c.left, c.lit, c.null, c.val = uint64(n), false, false, c.r.uint()
+		case n < 0:
+			c.left, c.lit, c.null, c.val = uint64(-(n+1))+1, true, false, c.r.uint()
+		default:
+			c.left, c.lit, c.null = c.r.uint(), false, true
+		}
+	}
+	return c.r.err == nil
+}
+
+// skip consumes k values of the current run, or of a literal run only the
+// current one (reading the next literal).
+func (c *rle) skip(k uint64) {
+	if c.lit {
+		k = 1
+	}
+	c.left -= min(k, c.left)
+	if c.lit && c.left > 0 {
+		c.val = c.r.uint()
+	}
+}
+
+func inflate(b []byte) ([]byte, error) {
+	dec, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(b)), MaxDocumentBytes+1))
+	if err != nil || len(dec) > MaxDocumentBytes {
+		return nil, errors.New("bad compressed column")
+	}
+	return dec, nil
+}
+
+// leb reads LEB128 integers and length-prefixed byte strings, keeping the
+// first error.
+type leb struct {
+	b   []byte
+	err error
+}
+
+func (r *leb) fail(what string) {
+	if r.err == nil {
+		r.err = errors.New("truncated or malformed " + what)
+	}
+	r.b = nil
+}
+
+func (r *leb) uint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("integer")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// int reads a signed LEB128 integer (two's complement, not zigzag).
+func (r *leb) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	var v int64
+	var shift uint
+	for i, c := range r.b {
+		if i == 10 {
+			break
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			r.b = r.b[i+1:]
+			return v
+		}
+	}
+	r.fail("signed integer")
+	return 0
+}
+
+// count reads a count no larger than max.
+func (r *leb) count(max int) int {
+	v := r.uint()
+	if v > uint64(max) {
+		r.fail("count")
+		return 0
+	}
+	return int(v)
+}
+
+// take returns the next n bytes.
+func (r *leb) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.fail("data")
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *leb) bytes() []byte {
+	v := r.uint()
+	if v > uint64(len(r.b)) {
+		r.fail("length")
+		return nil
+	}
+	return r.take(int(v))
+}
+
+// layout reads a column layout: a count, then each column's spec and size.
+func (r *leb) layout() []column {
+	n := r.count(maxColumns)
+	cols := make([]column, 0, n)
+	for range n {
+		spec, size := r.uint(), r.uint()
+		if size > uint64(len(r.b)) {
+			r.fail("column size")
+		}
+		cols = append(cols, column{spec: spec, size: size})
+	}
+	return cols
+}
+
+// fill gives each column its data, which follows in layout order.
+func (r *leb) fill(cols []column) {
+	for i := range cols {
+		if r.err == nil && cols[i].size > uint64(len(r.b)) {
+			r.fail("column data")
+		}
+		if r.err != nil {
+			return
+		}
+		cols[i].data = r.take(int(cols[i].size))
+	}
+}
+
+// automerge 0.5 applies an operation to whatever object it names without
+// checking that its key fits the object: a string key for a map, an
+// element id for a list or text. An operation that breaks this applies
+// cleanly and then panics in Rust on the next read of that object ("can
+// only compare map keys"), aborting the process; the document is poisoned
+// for every later reader too (found by FuzzApplyChanges and FuzzLoad). The
+// functions below decode each operation's object, key and action, know the
+// kind of every object (the document's and those the chunks create), and
+// refuse a chunk whose operation names an unknown object or a key of the
+// wrong kind.
+
+// objKind is the kind of an automerge object, as its keys go.
+type objKind uint8
+
+const (
+	objNone objKind = iota
+	objMap          // map or table: string keys
+	objSeq          // list or text: element keys
+)
+
+// Operation actions that make objects.
+const (
+	actMakeMap   = 0
+	actMakeList  = 2
+	actMakeText  = 4
+	actMakeTable = 6
+)
+
+func madeKind(action uint64) objKind {
+	switch action {
+	case actMakeMap, actMakeTable:
+		return objMap
+	case actMakeList, actMakeText:
+		return objSeq
+	}
+	return objNone
+}
+
+// opID names an operation, and the object it made: its actor id (bytes)
+// and counter.
+type opID struct {
+	actor string
+	ctr   uint64
+}
+
+// chunkOp is what the guard reads of one operation.
+type chunkOp struct {
+	id     opID
+	root   bool // the object is the root map
+	obj    opID
+	strKey bool // a string key (else an element id)
+	insert bool
+	action uint64
+}
+
+// maxChunkOps caps the operations decoded from one chunk; a decision holds
+// a few thousand.
+const maxChunkOps = 1 << 20
+
+// objects is the kind of every object of a document, at one revision.
+type objects struct {
+	am    *automerge.Doc
+	heads []ChangeHash
+	kinds map[opID]objKind
+}
+
+// checkBatchObjects checks the operations of a batch of single change
+// chunks against d's objects and those the batch makes, which it returns
+// for advanceObjects.
+func (d *Doc) checkBatchObjects(chunks [][]byte) (map[opID]objKind, error) {
+	kinds, err := d.objectKinds()
+	if err != nil {
+		return nil, err
+	}
+	var ops []chunkOp
+	for i, c := range chunks {
+		body, err := chunkBody(c)
+		if err != nil {
+			return nil, errorf(ErrMalformed, "change %d: %v", i+1, err)
+		}
+		got, err := decodeChangeOps(skipDeps(body))
+		if err != nil {
+			return nil, errorf(ErrMalformed, "change %d: %v", i+1, err)
+		}
+		ops = append(ops, got...)
+	}
+	made := map[opID]objKind{}
+	for _, op := range ops {
+		if k := madeKind(op.action); k != objNone {
+			made[op.id] = k
+		}
+	}
+	err = checkOpKeys(ops, func(id opID) objKind {
+		if k := made[id]; k != objNone {
+			return k
+		}
+		return kinds[id]
+	})
+	if err != nil {
+		return nil, errorf(ErrMalformed, "%v", err)
+	}
+	return made, nil
+}
+
+// advanceObjects moves the object kinds read at the revision before a
+// change to the revision after it, adding the objects it made: after an
+// applied batch, or (made nil) a draft edit, which makes none.
+func (d *Doc) advanceObjects(before []ChangeHash, made map[opID]objKind) {
+	o := d.objs
+	if o == nil || o.am != d.am || !slices.Equal(o.heads, before) {
+		return
+	}
+	maps.Copy(o.kinds, made)
+	o.heads = d.am.Heads()
+}
+
+// objectKinds returns the kind of every object of d, reading the document
+// again only when it changed since last time.
+func (d *Doc) objectKinds() (map[opID]objKind, error) {
+	heads := d.am.Heads()
+	if o := d.objs; o != nil && o.am == d.am && slices.Equal(o.heads, heads) {
+		return o.kinds, nil
+	}
+	kinds := map[opID]objKind{}
+	if len(heads) > 0 {
+		saved := d.am.Save()
+		body, err := chunkBody(saved)
+		if err != nil || saved[8] != chunkDocument {
+			return nil, errorf(ErrMalformed, "own save: %v", err)
+		}
+		ops, err := decodeDocOps(body)
+		if err != nil {
+			return nil, errorf(ErrMalformed, "own save: %v", err)
+		}
+		for _, op := range ops {
+			if k := madeKind(op.action); k != objNone {
+				kinds[op.id] = k
+			}
+		}
+	}
+	d.objs = &objects{am: d.am, heads: heads, kinds: kinds}
+	return kinds, nil
+}
+
+// checkLoadObjects checks the operations of every chunk of buf (a save,
+// changes, or both, as Load reads them) against the objects they make.
+func checkLoadObjects(buf []byte) error {
+	var ops []chunkOp
+	for n := 1; len(buf) >= 9 && bytes.Equal(buf[:4], chunkMagic[:]); n++ {
+		size, w := binary.Uvarint(buf[9:])
+		if w <= 0 || size > uint64(len(buf)-9-w) {
+			return nil // automerge refuses a bad length itself
+		}
+		typ, body := buf[8], buf[9+w:9+w+int(size)]
+		buf = buf[9+w+int(size):]
+		var got []chunkOp
+		var err error
+		switch typ {
+		case chunkDocument:
+			got, err = decodeDocOps(body)
+		case chunkChange:
+			got, err = decodeChangeOps(skipDeps(body))
+		case chunkCompressed:
+			if body, err = inflate(body); err == nil {
+				got, err = decodeChangeOps(skipDeps(body))
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+		}
+		if len(ops)+len(got) > maxChunkOps {
+			return errorf(ErrTooLarge, "more than %d operations", maxChunkOps)
+		}
+		ops = append(ops, got...)
+	}
+	made := map[opID]objKind{}
+	for _, op := range ops {
+		if k := madeKind(op.action); k != objNone {
+			made[op.id] = k
+		}
+	}
+	if err := checkOpKeys(ops, func(id opID) objKind { return made[id] }); err != nil {
+		return errorf(ErrMalformed, "%v", err)
+	}
+	return nil
+}
+
+// checkOpKeys checks that every operation names a known object with a key
+// of the object's kind.
+func checkOpKeys(ops []chunkOp, kind func(opID) objKind) error {
+	for _, op := range ops {
+		k := objMap
+		if !op.root {
+			k = kind(op.obj)
+		}
+		switch {
+		case k == objNone:
+			return fmt.Errorf("an operation names unknown object %d@%x", op.obj.ctr, op.obj.actor)
+		case k == objMap && (!op.strKey || op.insert):
+			return fmt.Errorf("an operation on map %d@%x has no string key", op.obj.ctr, op.obj.actor)
+		case k == objSeq && op.strKey:
+			return fmt.Errorf("an operation on list %d@%x has a string key", op.obj.ctr, op.obj.actor)
+		}
+	}
+	return nil
+}
+
+// chunkBody returns the body of a single chunk.
+func chunkBody(c []byte) ([]byte, error) {
+	if len(c) < 9 || !bytes.Equal(c[:4], chunkMagic[:]) {
+		return nil, errors.New("not a chunk")
+	}
+	size, w := binary.Uvarint(c[9:])
+	if w <= 0 || size != uint64(len(c)-9-w) {
+		return nil, errors.New("bad chunk length")
+	}
+	return c[9+w:], nil
+}
+
+// skipDeps returns a change body after its dependencies.
+func skipDeps(body []byte) []byte {
+	r := leb{b: body}
+	r.take(r.count(len(body)/32) * 32)
+	return r.b
+}
+
+// Operation column specs (id << 4 | type) the guard reads.
+const (
+	specObjActor = 0<<4 | 1
+	specObjCtr   = 0<<4 | 2
+	specKeyStr   = 1<<4 | 5
+	specIDActor  = 2<<4 | 1
+	specIDCtr    = 2<<4 | 3
+	specInsert   = 3<<4 | 4
+)
+
+// decodeChangeOps decodes a change body, after its dependencies. An
+// operation's id is the change's start op plus its index, by the author.
+func decodeChangeOps(body []byte) ([]chunkOp, error) {
+	r := leb{b: body}
+	author := r.bytes()
+	r.uint() // seq
+	start := r.uint()
+	r.int()   // time
+	r.bytes() // message
+	actors := []string{string(author)}
+	for n := r.count(len(r.b)); n > 0 && r.err == nil; n-- {
+		actors = append(actors, string(r.bytes()))
+	}
+	cols := r.layout()
+	r.fill(cols)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return decodeOps(cols, actors, func(i uint64, _ *opColumns) opID {
+		return opID{actors[0], start + i}
+	})
+}
+
+// decodeDocOps decodes the operations of a document body.
+func decodeDocOps(body []byte) ([]chunkOp, error) {
+	r := leb{b: body}
+	var actors []string
+	for n := r.count(len(body)); n > 0 && r.err == nil; n-- {
+		actors = append(actors, string(r.bytes()))
+	}
+	r.take(r.count(len(r.b)/32) * 32) // heads
+	changes, ops := r.layout(), r.layout()
+	r.fill(changes)
+	r.fill(ops)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return decodeOps(ops, actors, func(_ uint64, c *opColumns) opID {
+		a, _ := c.idActor.row()
+		return opID{actorAt(actors, a), uint64(c.idCtr.row())}
+	})
+}
+
+func actorAt(actors []string, i int64) string {
+	if i < 0 || i >= int64(len(actors)) {
+		return "" // refused by checkActorRuns or parseSyncChange
+	}
+	return actors[i]
+}
+
+// opColumns reads the columns of an operation chunk row by row.
+type opColumns struct {
+	objActor, objCtr, keyStr, action, idActor runs
+	idCtr                                     deltas
+	insert                                    bools
+}
+
+func decodeOps(cols []column, actors []string, id func(uint64, *opColumns) opID) ([]chunkOp, error) {
+	var c opColumns
+	readers := map[uint64]*runs{
+		specObjActor: &c.objActor, specObjCtr: &c.objCtr, specKeyStr: &c.keyStr,
+		colAction: &c.action, specIDActor: &c.idActor,
+	}
+	for _, col := range cols {
+		data := col.data
+		if col.spec&colDeflate != 0 {
+			var err error
+			if data, err = inflate(data); err != nil {
+				return nil, err
+			}
+		}
+		switch spec := col.spec &^ colDeflate; {
+		case readers[spec] != nil:
+			readers[spec].r = leb{b: data}
+		case spec == specIDCtr:
+			c.idCtr.r = leb{b: data}
+		case spec == specInsert:
+			c.insert.r = leb{b: data}
+		}
+	}
+	c.keyStr.str = true
+	var out []chunkOp
+	for i := uint64(0); !c.action.done(); i++ {
+		if i == maxChunkOps {
+			return nil, fmt.Errorf("more than %d operations", maxChunkOps)
+		}
+		var op chunkOp
+		op.id = id(i, &c)
+		oa, oaNull := c.objActor.row()
+		oc, ocNull := c.objCtr.row()
+		op.root = oaNull && ocNull
+		op.obj = opID{actorAt(actors, oa), uint64(oc)}
+		_, noStr := c.keyStr.row()
+		op.strKey = !noStr
+		op.insert = c.insert.row()
+		a, _ := c.action.row()
+		op.action = uint64(a)
+		out = append(out, op)
+	}
+	for _, r := range []*leb{&c.objActor.r, &c.objCtr.r, &c.keyStr.r, &c.action.r, &c.idActor.r, &c.idCtr.r, &c.insert.r} {
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	return out, nil
+}
+
+// runs reads a run-length encoded column row by row: integers, or (str)
+// length-prefixed strings of which only presence is kept. A column that
+// runs out reads as nulls.
+type runs struct {
+	r    leb
+	str  bool
+	left uint64
+	lit  bool
+	null bool
+	val  int64
+}
+
+func (c *runs) done() bool { return c.left == 0 && (len(c.r.b) == 0 || c.r.err != nil) }
+
+func (c *runs) value() int64 {
+	if c.str {
+		c.r.bytes()
+		return 0
+	}
+	return int64(c.r.uint())
+}
+
+func (c *runs) row() (int64, bool) {
+	for c.left == 0 {
+		if len(c.r.b) == 0 || c.r.err != nil {
+			return 0, true
+		}
+		switch n := c.r.int(); {
+		case n > 0:
+			c.left, c.lit, c.null, c.val = uint64(n), false, false, c.value()
+		case n < 0:
+			c.left, c.lit, c.null = uint64(-(n+1))+1, true, false
+		default:
+			c.left, c.lit, c.null = c.r.uint(), false, true
+		}
+	}
+	if c.lit {
+		c.val = c.value()
+	}
+	c.left--
+	return c.val, c.null
+}
+
+// deltas reads a delta-encoded column: run-length encoded signed
+// differences, summed.
+type deltas struct {
+	r    leb
+	left uint64
+	lit  bool
+	null bool
+	d    int64
+	sum  int64
+}
+
+func (c *deltas) row() int64 {
+	for c.left == 0 {
+		if len(c.r.b) == 0 || c.r.err != nil {
+			return c.sum
+		}
+		switch n := c.r.int(); {
+		case n > 0:
+			c.left, c.lit, c.null, c.d = uint64(n), false, false, c.r.int()
+		case n < 0:
+			c.left, c.lit, c.null = uint64(-(n+1))+1, true, false
+		default:
+			c.left, c.lit, c.null = c.r.uint(), false, true
+		}
+	}
+	if c.lit {
+		c.d = c.r.int()
+	}
+	c.left--
+	if !c.null {
+		c.sum += c.d
+	}
+	return c.sum
+}
+
+// bools reads a boolean column: run lengths of alternating values,
+// starting with false.
+type bools struct {
+	r       leb
+	left    uint64
+	val     bool
+	started bool
+}
+
+func (c *bools) row() bool {
+	for c.left == 0 {
+		if len(c.r.b) == 0 || c.r.err != nil {
+			return false
+		}
+		if c.started {
+			c.val = !c.val
+		}
+		c.started = true
+		c.left = c.r.uint()
+	}
+	c.left--
+	return c.val
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -91,6 +92,29 @@ type Doc struct {
 	am    *automerge.Doc
 	actor ActorID
 	now   func() time.Time
+	// seqs counts the changes of each actor (nil until first needed); the
+	// guard against sequence gaps checks changes from outside against it.
+	seqs map[string]uint64
+	// edit is what draft edits check against, read at one revision; see
+	// draftQuestion.
+	edit *editCache
+	// objs is the kind of every object, read at one revision; see
+	// checkBatchObjects.
+	objs *objects
+}
+
+// editCache holds what a draft edit needs to know of the document, read
+// once at one revision (automerge document and heads) instead of the whole
+// State on every edit: the current generation, each question's shape, and
+// the draft maps found so far. It is used only while the document is at
+// that revision. A draft edit changes neither the shapes nor the draft
+// maps, so after committing one the cache moves on to the new heads.
+type editCache struct {
+	am         *automerge.Doc
+	heads      []ChangeHash
+	generation uint64
+	questions  map[string]*QuestionState
+	drafts     map[string]*automerge.Map
 }
 
 func newDoc(am *automerge.Doc, opts Options) (*Doc, error) {
@@ -145,6 +169,17 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 	if len(buf) == 0 {
 		am = automerge.New()
 	} else {
+		// Parts of the format automerge trusts are checked first: a chunk
+		// that breaks them would abort the process (see checkChunks).
+		if err := checkChunks(buf); err != nil {
+			return nil, err
+		}
+		if err := checkDocChunks(buf); err != nil {
+			return nil, err
+		}
+		if err := checkLoadObjects(buf); err != nil {
+			return nil, err
+		}
 		var err error
 		if am, err = automerge.Load(buf); err != nil {
 			return nil, amError("load", err)
@@ -155,6 +190,9 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 		return nil, err
 	}
 	if err := d.checkVersion(); err != nil {
+		return nil, err
+	}
+	if err := d.checkSeqs(); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -228,6 +266,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 // Merge applies every change of o that d lacks.
 func (d *Doc) Merge(o *Doc) error {
 	_, err := d.am.Merge(o.am)
+	d.seqs = nil
 	return amError("merge", err)
 }
 
@@ -260,7 +299,7 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 
 // ApplyChanges applies a batch of encoded changes (as ChangesSince returns)
 // and returns the hashes of those that were new to d. Every change must
-// depend only on changes already in d or earlier in the batch; otherwise
+// depend only on changes already in d or in the batch; otherwise
 // nothing is applied and the error wraps ErrMissingDeps.
 func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
 	if len(batch) == 0 {
@@ -276,27 +315,26 @@ func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
 // that every dependency is present, and that automerge then really holds
 // every change (none parked for lack of dependencies).
 func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
-	chs, err := splitChanges(batch)
+	chunks, err := splitChunks(batch)
 	if err != nil {
 		return nil, err
 	}
-	inBatch := make(map[ChangeHash]bool, len(chs))
-	var fresh []ChangeHash
-	for _, c := range chs {
-		for _, dep := range c.deps {
-			if !inBatch[dep] && !d.Has(Heads{dep}) {
-				return nil, errorf(ErrMissingDeps, "change %s needs %s", short(c.hash), short(dep))
-			}
+	fresh, counts, err := d.checkChanges(chunks)
+	if err != nil {
+		if errors.Is(err, ErrMissingDeps) {
+			return nil, err
 		}
-		inBatch[c.hash] = true
-		if !d.Has(Heads{c.hash}) {
-			fresh = append(fresh, c.hash)
-		}
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	before := sortHeads(d.am.Heads())
+	made, err := d.checkBatchObjects(chunks)
+	if err != nil {
+		return nil, err
+	}
+	raw := d.am.Heads()
+	before := sortHeads(raw)
 	if err := d.am.LoadIncremental(batch); err != nil {
 		if rerr := d.Rollback(before); rerr != nil {
 			return nil, rerr
@@ -309,6 +347,8 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 		}
 		return nil, errorf(ErrMalformed, "changes were not applied")
 	}
+	d.seqs = counts
+	d.advanceObjects(raw, made)
 	return fresh, nil
 }
 
@@ -323,6 +363,7 @@ func (d *Doc) Rollback(heads Heads) error {
 		return amError("rollback", err)
 	}
 	d.am = am
+	d.seqs = nil
 	return nil
 }
 
@@ -466,8 +507,10 @@ func (d *Doc) appendItem(list, question, key string, it Item) (Item, bool, error
 	if err := d.am.Path("appended").Map().Set(key, entry); err != nil {
 		return Item{}, false, amError("append", err)
 	}
-	for k, val := range map[string]string{"kind": kind, "question": question, "id": it.ID} {
-		if err := entry.Set(k, val); err != nil {
+	// In a fixed order, so that the same append always makes the same
+	// change (a map's order would vary its operations, and so its hash).
+	for _, kv := range [][2]string{{"kind", kind}, {"question", question}, {"id", it.ID}} {
+		if err := entry.Set(kv[0], kv[1]); err != nil {
 			return Item{}, false, amError("append", err)
 		}
 	}
@@ -539,19 +582,45 @@ func (d *Doc) Generation() uint64 {
 // draftQuestion returns the current generation's draft map of a question,
 // and its shape.
 func (d *Doc) draftQuestion(question string) (*automerge.Map, *QuestionState, error) {
-	st, err := d.State()
-	if err != nil {
-		return nil, nil, err
+	heads := d.am.Heads()
+	c := d.edit
+	if c == nil || c.am != d.am || !slices.Equal(c.heads, heads) {
+		st, err := d.State()
+		if err != nil {
+			return nil, nil, err
+		}
+		c = &editCache{am: d.am, heads: heads, generation: st.Generation, questions: st.Questions, drafts: map[string]*automerge.Map{}}
+		d.edit = c
 	}
-	qs := st.Questions[question]
+	qs := c.questions[question]
 	if qs == nil {
 		return nil, nil, errorf(ErrNoQuestion, "%q", question)
 	}
-	v, err := d.am.Path("drafts", genKey(st.Generation), question).Get()
-	if err != nil || v.Kind() != automerge.KindMap {
-		return nil, nil, errorf(ErrNoQuestion, "%q has no draft in generation %d", question, st.Generation)
+	if qd := c.drafts[question]; qd != nil {
+		return qd, qs, nil
 	}
+	v, err := d.am.Path("drafts", genKey(c.generation), question).Get()
+	if err != nil || v.Kind() != automerge.KindMap {
+		return nil, nil, errorf(ErrNoQuestion, "%q has no draft in generation %d", question, c.generation)
+	}
+	c.drafts[question] = v.Map()
 	return v.Map(), qs, nil
+}
+
+// commitDraft commits a draft edit made after draftQuestion, and carries
+// the edit cache over to the new heads.
+func (d *Doc) commitDraft(msg string) error {
+	c := d.edit
+	if err := d.commit(msg); err != nil {
+		d.edit = nil
+		return err
+	}
+	if c != nil && c.am == d.am {
+		before := c.heads
+		c.heads = d.am.Heads()
+		d.advanceObjects(before, nil)
+	}
+	return nil
 }
 
 // SetMark sets one cell of a choice question's matrix in the current
@@ -582,7 +651,7 @@ func (d *Doc) SetMark(question, option, criterion string, m marks.Mark) error {
 	if err := v.Map().Set(marks.Key(option, criterion), val); err != nil {
 		return amError("set mark", err)
 	}
-	return d.commit("mark")
+	return d.commitDraft("mark")
 }
 
 // Choose selects (on) or deselects an option of a choice question in the
@@ -611,7 +680,7 @@ func (d *Doc) Choose(question, option string, on bool) error {
 		if err := qd.Set("choice", val); err != nil {
 			return amError("choose", err)
 		}
-		return d.commit("choose")
+		return d.commitDraft("choose")
 	}
 	v, err := qd.Get("chosen")
 	if err != nil || v.Kind() != automerge.KindMap {
@@ -620,7 +689,7 @@ func (d *Doc) Choose(question, option string, on bool) error {
 	if err := v.Map().Set(option, on); err != nil {
 		return amError("choose", err)
 	}
-	return d.commit("choose")
+	return d.commitDraft("choose")
 }
 
 // SpliceText edits a written question's answer in the current draft:
@@ -649,7 +718,7 @@ func (d *Doc) SpliceText(question string, pos, del int, ins string) error {
 	if err := t.Splice(pos, del, ins); err != nil {
 		return amError("splice", err)
 	}
-	return d.commit("text")
+	return d.commitDraft("text")
 }
 
 // SetText replaces a written answer with s by the smallest single splice

@@ -1,6 +1,9 @@
 package crdt
 
 import (
+	"errors"
+	"slices"
+
 	"github.com/automerge/automerge-go"
 )
 
@@ -34,7 +37,18 @@ type Session struct {
 	lastOurs   Heads
 	lastTheirs Heads
 	resets     int
+	// ackDue is set when the peer reported our heads without showing that
+	// it knows we hold them; see Generate.
+	ackDue bool
+	// missing holds dependencies of changes the peer sent that were refused
+	// for lack of them; see withNeed.
+	missing Heads
+	// owed holds changes the peer last asked for by hash that we hold.
+	owed []ChangeHash
 }
+
+// maxMissing bounds the dependencies a session asks for at once.
+const maxMissing = 256
 
 // NewSession starts syncing d with one peer.
 func (d *Doc) NewSession() *Session {
@@ -57,6 +71,7 @@ func (s *Session) InSync() bool {
 func (s *Session) Reset() {
 	s.ss = automerge.NewSyncState(s.doc.am)
 	s.known = false
+	s.ackDue = false
 	s.idle, s.unproduct = 0, 0
 	s.resets++
 }
@@ -85,6 +100,9 @@ func (s *Session) ReceiveParsed(m *SyncMessage) error {
 			batch = append(batch, raw...)
 		}
 		if _, err := s.doc.applyRaw(batch); err != nil {
+			if errors.Is(err, ErrMissingDeps) {
+				s.noteMissing(batch)
+			}
 			return err
 		}
 		m = &SyncMessage{Heads: m.Heads, Need: m.Need, Have: m.Have}
@@ -96,7 +114,25 @@ func (s *Session) ReceiveParsed(m *SyncMessage) error {
 	s.theirHeads = sortHeads(m.Heads)
 	s.known = true
 	s.idle = 0
+	s.owed = s.owed[:0]
+	for _, h := range m.Need {
+		if s.doc.Has(Heads{h}) {
+			s.owed = append(s.owed, h)
+		}
+	}
+	s.ackDue = s.theirHeads.Equal(s.doc.Heads()) && !knowsShared(m, s.theirHeads)
 	return nil
+}
+
+// knowsShared reports whether the sender of m already believed it shared
+// heads with us: one of its haves starts from exactly those heads.
+func knowsShared(m *SyncMessage, heads Heads) bool {
+	for _, h := range m.Have {
+		if sortHeads(h.LastSync).Equal(heads) {
+			return true
+		}
+	}
+	return false
 }
 
 // Generate returns the next message to send to the peer, if any.
@@ -108,16 +144,36 @@ func (s *Session) Generate() ([]byte, bool) {
 		s.lastOurs, s.lastTheirs = ours, s.theirHeads
 	}
 	msg, ok := s.ss.GenerateMessage()
-	if ok {
+	owed := len(s.owed) > 0
+	s.owed = s.owed[:0]
+	if ok && owed && !carriesChanges(msg.Bytes()) {
+		// The peer asked for changes we hold and automerge sends none: it
+		// sends a change once per session, and believes these delivered
+		// (they were lost, or refused for a missing dependency). Only a
+		// fresh session sends them again.
+		s.Reset()
+	} else if ok {
 		s.idle = 0
+		s.ackDue = false
 		s.unproduct++
 		if s.unproduct <= loopAfter {
-			return msg.Bytes(), true
+			return s.withNeed(msg.Bytes()), true
 		}
 		s.Reset()
 	} else {
 		if s.known && s.theirHeads.Equal(ours) {
 			s.idle = 0
+			if s.ackDue {
+				// automerge 0.5 never answers a message that carries no
+				// changes and the heads it already has, so a peer that
+				// arrives at our heads (or starts there) would never learn
+				// we hold them too, stall, reset, and ask again forever.
+				// Answer as automerge's own reply would read: our heads,
+				// and a have from those heads with nothing since.
+				s.ackDue = false
+				ack := &SyncMessage{Heads: ours, Have: []SyncHave{{LastSync: ours}}}
+				return ack.Encode(), true
+			}
 			return nil, false
 		}
 		s.idle++
@@ -132,5 +188,55 @@ func (s *Session) Generate() ([]byte, bool) {
 		return nil, false
 	}
 	s.unproduct = 1
-	return msg.Bytes(), true
+	return s.withNeed(msg.Bytes()), true
+}
+
+// carriesChanges reports whether an outgoing message carries changes.
+func carriesChanges(msg []byte) bool {
+	m, err := ParseSyncMessage(msg)
+	return err == nil && len(m.Changes) > 0
+}
+
+// noteMissing records the dependencies a refused batch lacked.
+func (s *Session) noteMissing(batch []byte) {
+	chs, err := splitChanges(batch)
+	if err != nil {
+		return
+	}
+	in := make(map[ChangeHash]bool, len(chs))
+	for _, c := range chs {
+		in[c.hash] = true
+	}
+	for _, c := range chs {
+		for _, dep := range c.deps {
+			if !in[dep] && !s.doc.Has(Heads{dep}) && !slices.Contains(s.missing, dep) && len(s.missing) < maxMissing {
+				s.missing = append(s.missing, dep)
+			}
+		}
+	}
+}
+
+// withNeed adds the dependencies the peer's refused changes lacked to the
+// need list of an outgoing message. automerge 0.5 chooses what to send
+// from a Bloom filter of what the peer holds; a false positive for one
+// change makes it send every change after it but never that one. automerge
+// itself would park the dependents and ask for the missing change by hash;
+// a Session refuses changes with missing dependencies instead (parked
+// changes escape every check), so it must ask, or the two peers exchange
+// the same refused changes forever.
+func (s *Session) withNeed(msg []byte) []byte {
+	s.missing = slices.DeleteFunc(s.missing, func(h ChangeHash) bool { return s.doc.Has(Heads{h}) })
+	if len(s.missing) == 0 {
+		return msg
+	}
+	m, err := ParseSyncMessage(msg)
+	if err != nil {
+		return msg
+	}
+	for _, h := range s.missing {
+		if !slices.Contains(m.Need, h) && len(m.Need) < MaxHashes {
+			m.Need = append(m.Need, h)
+		}
+	}
+	return m.Encode()
 }

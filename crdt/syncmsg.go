@@ -9,12 +9,17 @@ package crdt
 //     modulo 8*len(bits) = 0 and panics with a division by zero;
 //   - a Bloom filter's probe count is used as a Vec capacity on every probe,
 //     so 0xffffffff probes asks for 16 GiB and aborts (and anything merely
-//     large burns CPU for every change in the document).
+//     large burns CPU for every change in the document);
+//   - an op naming an actor index beyond the change's actor list panics
+//     while the change is applied;
+//   - a change whose sequence number skips ahead is applied, and every later
+//     GenerateMessage on that document panics (see CheckSyncChanges).
 //
 // ParseSyncMessage therefore reads the whole message in Go and accepts only
-// what real automerge peers write; Encode turns the checked message back into
+// what real automerge peers write; CheckSyncChanges checks its changes
+// against the receiving document; Encode turns the checked message back into
 // bytes for automerge. Nothing from the network should reach automerge's
-// ReceiveMessage without passing through both.
+// ReceiveMessage (or Apply/LoadIncremental) without passing through them.
 //
 // Wire format of a sync message (automerge's sync.rs and sync/bloom.rs; all
 // integers unsigned LEB128, which automerge requires to be minimally encoded):
@@ -24,14 +29,15 @@ package crdt
 //	have     = hashes(last_sync) len bloom
 //	bloom    = "" / entries bits_per_entry probes bits
 //	                              ; len(bits) = ceil(entries*bits_per_entry/8)
-//	change   = len chunk          ; one change chunk, see validateSyncChange
+//	change   = len chunk          ; one change chunk, see parseSyncChange
 //	caps     = count *byte        ; capability ids, 1 = v1, 2 = v2 messages
 //
 // Message versions. Automerge 0.5 knows only type 0x42 and, after the
 // changes, ignores whatever follows (verified against automerge-go: garbage
-// after the changes is accepted). Newer automerge (Rust 0.6+, JS 2.2+ and
-// 3.x) uses that gap to append the "caps" section to its 0x42 messages, so
-// we accept exactly that section, keep it, and re-emit it: 0.5 skips it.
+// after the changes is accepted). Newer automerge releases, the ones that
+// know type 0x43, use that gap to append the "caps" section to their 0x42
+// messages, so we accept exactly that section, keep it, and re-emit it: 0.5
+// skips it.
 // Type 0x43 ("v2") is a different message whose change list is a single
 // chunk holding many changes or a whole saved document. Automerge 0.5
 // rejects 0x43 outright ("expected [66] but found 67"), and relabelling it
@@ -54,7 +60,8 @@ import (
 	"github.com/automerge/automerge-go"
 )
 
-// ErrMalformedSync is wrapped by every error ParseSyncMessage returns.
+// ErrMalformedSync is wrapped by every error ParseSyncMessage returns, and
+// by CheckSyncChanges' refusals other than missing dependencies.
 var ErrMalformedSync = errors.New("crdt: malformed sync message")
 
 // Bounds on an incoming sync message. Each is far above what a real peer
@@ -83,6 +90,13 @@ const (
 	// MaxCapabilities caps the capability list newer peers append; they
 	// send two.
 	MaxCapabilities = 16
+
+	// MaxOutOfOrderChanges caps how many changes of one message may arrive
+	// before their dependencies (see CheckSyncChanges). automerge sends
+	// changes in history order except for explicitly requested ones, so
+	// real messages have few, and automerge retries held-back changes with
+	// a quadratic scan.
+	MaxOutOfOrderChanges = 1024
 
 	// MaxBloomEntries caps a Bloom filter's entry count. A have's filter
 	// covers every change since the last sync, which on first contact is
@@ -145,13 +159,15 @@ type SyncHave struct {
 // of this file) and returns an error wrapping ErrMalformedSync for anything
 // else. The result does not alias b.
 //
-// The changes are checked only to be single change chunks of plausible
-// size; automerge's own change loader, which sees them next, returns an
-// error for a malformed body rather than crashing (FuzzSyncMessage checks
-// that).
+// Changes are checked to be single change chunks of plausible size whose
+// ops name only the change's own actors (see parseSyncChange); beyond that,
+// automerge's own change loader returns an error for a malformed body
+// rather than crashing (FuzzSyncMessage checks that). What depends on the
+// receiving document is left to CheckSyncChanges, which must also pass
+// before the message is handed to automerge.
 func ParseSyncMessage(b []byte) (*SyncMessage, error) {
 	if len(b) > MaxSyncMessageBytes {
-		return nil, syncErr("message is %d bytes, limit %d", len(b), MaxSyncMessageBytes)
+		return nil, syncTooLarge("message is %d bytes, limit %d", len(b), MaxSyncMessageBytes)
 	}
 	if len(b) == 0 {
 		return nil, syncErr("empty message")
@@ -237,6 +253,12 @@ func syncErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformedSync, fmt.Sprintf(format, args...))
 }
 
+// syncTooLarge reports a broken size limit; the error matches both
+// ErrMalformedSync and ErrTooLarge.
+func syncTooLarge(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrMalformedSync, ErrTooLarge, fmt.Sprintf(format, args...))
+}
+
 // uvarint reads one minimally encoded LEB128 integer no larger than max.
 func (r *syncReader) uvarint(field string, max uint64) (uint64, error) {
 	v, n := binary.Uvarint(r.b[r.off:])
@@ -255,13 +277,16 @@ func (r *syncReader) uvarint(field string, max uint64) (uint64, error) {
 	return v, nil
 }
 
-// count reads a length or element count and also checks that the rest of
-// the message could hold that many elements of at least minSize bytes, so
-// no allocation is sized by an unchecked number.
+// count reads a length or element count no larger than max and also checks
+// that the rest of the message could hold that many elements of at least
+// minSize bytes, so no allocation is sized by an unchecked number.
 func (r *syncReader) count(field string, max, minSize int) (int, error) {
-	v, err := r.uvarint(field, uint64(max))
+	v, err := r.uvarint(field, math.MaxUint64)
 	if err != nil {
 		return 0, err
+	}
+	if v > uint64(max) {
+		return 0, syncTooLarge("%s: %d exceeds limit %d", field, v, max)
 	}
 	n := int(v)
 	if rest := len(r.b) - r.off; n*minSize > rest {
@@ -276,6 +301,35 @@ func (r *syncReader) take(n int) []byte {
 	s := r.b[r.off : r.off+n : r.off+n]
 	r.off += n
 	return s
+}
+
+// lengthPrefixed reads a LEB128 length and that many bytes.
+func (r *syncReader) lengthPrefixed(field string) ([]byte, error) {
+	n, err := r.count(field+" length", MaxSyncMessageBytes, 1)
+	if err != nil {
+		return nil, err
+	}
+	return r.take(n), nil
+}
+
+// svarint reads one signed LEB128 integer of at most 64 bits.
+func (r *syncReader) svarint(field string) (int64, error) {
+	var v int64
+	for shift := 0; shift < 64; shift += 7 {
+		if r.off >= len(r.b) {
+			return 0, syncErr("%s: truncated at offset %d", field, r.off)
+		}
+		b := r.b[r.off]
+		r.off++
+		v |= int64(b&0x7f) << shift
+		if b&0x80 == 0 {
+			if shift+7 < 64 && b&0x40 != 0 {
+				v |= -1 << (shift + 7) // sign-extend
+			}
+			return v, nil
+		}
+	}
+	return 0, syncErr("%s: integer overflows 64 bits at offset %d", field, r.off)
 }
 
 func (r *syncReader) hashes(field string) ([]automerge.ChangeHash, error) {
@@ -324,9 +378,12 @@ func validateSyncBloom(field string, b []byte) error {
 		return nil
 	}
 	r := &syncReader{b: b}
-	entries, err := r.uvarint(field+" entries", MaxBloomEntries)
+	entries, err := r.uvarint(field+" entries", math.MaxUint64)
 	if err != nil {
 		return err
+	}
+	if entries > MaxBloomEntries {
+		return syncTooLarge("%s entries: %d exceeds limit %d", field, entries, MaxBloomEntries)
 	}
 	if entries == 0 {
 		return syncErr("%s: header with zero entries (automerge writes an empty filter)", field)
@@ -365,53 +422,167 @@ func (r *syncReader) changes() ([][]byte, error) {
 			return nil, err
 		}
 		cs[i] = r.take(size)
-		if err := validateSyncChange(field, cs[i]); err != nil {
+		if _, err := parseSyncChange(field, cs[i]); err != nil {
 			return nil, err
 		}
 	}
 	return cs, nil
 }
 
-// validateSyncChange checks the chunk header of one change: magic bytes, a
-// 4-byte checksum (left to automerge, which hashes the chunk anyway), the
-// change chunk type, and a body length that fills the rest exactly.
+// syncChange is what the guard reads of one change.
+type syncChange struct {
+	deps  []automerge.ChangeHash
+	actor []byte
+	seq   uint64
+}
+
+// parseSyncChange checks one change chunk as far as automerge 0.5 does not
+// itself before relying on it, and returns its dependencies, actor and
+// sequence number. It is deliberately not a full change parser: malformed
+// op columns make automerge's own loader return an error.
 //
-// Only type 1 is accepted: automerge 0.5 parses every chunk in a sync
-// message as an uncompressed change whatever its type byte says, so a
-// compressed change (type 2) or a document (type 0) could only fail there.
-// A chunk followed by more bytes is refused because automerge 0.5 would
-// load the first change and silently drop the rest.
-func validateSyncChange(field string, c []byte) error {
+// The chunk header: magic bytes, a 4-byte checksum (left to automerge,
+// which hashes the chunk anyway), the change chunk type, and a body length
+// that fills the rest exactly. Only type 1 is accepted: automerge 0.5
+// parses every chunk in a sync message as an uncompressed change whatever
+// its type byte says, so a compressed change (type 2) or a document (type 0)
+// could only fail there. A chunk followed by more bytes is refused because
+// automerge 0.5 would load the first change and silently drop the rest.
+//
+// The body starts with deps, actor, seq, start op, time, message, the
+// other actors and the column layout. Every value in an actor column is an
+// index into [actor, other actors...] that automerge 0.5 uses unchecked when
+// it applies the change ("index out of bounds: the len is 1 but the index
+// is 123"), so those columns are decoded and checked; the rest is not.
+func parseSyncChange(field string, c []byte) (syncChange, error) {
+	var ch syncChange
 	if len(c) < syncChunkHeaderMin {
-		return syncErr("%s: %d bytes, shorter than a chunk header", field, len(c))
+		return ch, syncErr("%s: %d bytes, shorter than a chunk header", field, len(c))
 	}
 	if !bytes.Equal(c[:4], syncChangeMagic) {
-		return syncErr("%s: missing change magic bytes", field)
+		return ch, syncErr("%s: missing change magic bytes", field)
 	}
 	if c[8] != syncChunkTypeChange {
-		return syncErr("%s: chunk type %d, want %d (change)", field, c[8], syncChunkTypeChange)
+		return ch, syncErr("%s: chunk type %d, want %d (change)", field, c[8], syncChunkTypeChange)
 	}
 	r := &syncReader{b: c, off: 9}
 	body, err := r.uvarint(field+" body length", MaxChangeBytes)
 	if err != nil {
-		return err
+		return ch, err
 	}
 	if got := uint64(len(c) - r.off); got != body {
-		return syncErr("%s: chunk declares a %d-byte body, %d bytes follow", field, body, got)
+		return ch, syncErr("%s: chunk declares a %d-byte body, %d bytes follow", field, body, got)
+	}
+
+	n, err := r.count(field+" deps", MaxChangeBytes, syncHashLen)
+	if err != nil {
+		return ch, err
+	}
+	ch.deps = make([]automerge.ChangeHash, n)
+	for i := range ch.deps {
+		copy(ch.deps[i][:], r.take(syncHashLen))
+	}
+	if ch.actor, err = r.lengthPrefixed(field + " actor"); err != nil {
+		return ch, err
+	}
+	if ch.seq, err = r.uvarint(field+" seq", math.MaxUint64); err != nil {
+		return ch, err
+	}
+	if _, err = r.uvarint(field+" start op", math.MaxUint64); err != nil {
+		return ch, err
+	}
+	if _, err = r.svarint(field + " time"); err != nil {
+		return ch, err
+	}
+	if _, err = r.lengthPrefixed(field + " message"); err != nil {
+		return ch, err
+	}
+	others, err := r.count(field+" other actors", MaxChangeBytes, 1)
+	if err != nil {
+		return ch, err
+	}
+	for range others {
+		if _, err = r.lengthPrefixed(field + " other actor"); err != nil {
+			return ch, err
+		}
+	}
+	actors := uint64(1 + others)
+
+	// Column layout: count, then (spec, length) pairs; the data follows in
+	// the same order. A spec's low three bits are its type, 1 for actor
+	// indices; bit 3 marks a deflated column, which 0.5 refuses in changes.
+	cols, err := r.count(field+" columns", MaxChangeBytes, 2)
+	if err != nil {
+		return ch, err
+	}
+	specs := make([]uint64, cols)
+	lens := make([]int, cols)
+	for i := range cols {
+		if specs[i], err = r.uvarint(field+" column spec", math.MaxUint32); err != nil {
+			return ch, err
+		}
+		if lens[i], err = r.count(field+" column length", MaxChangeBytes, 1); err != nil {
+			return ch, err
+		}
+	}
+	for i := range cols {
+		if lens[i] > len(c)-r.off {
+			return ch, syncErr("%s: column data runs past the chunk", field)
+		}
+		data := r.take(lens[i])
+		if specs[i]&0x8 != 0 {
+			return ch, syncErr("%s: compressed column %#x", field, specs[i])
+		}
+		if specs[i]&0x7 == 1 {
+			if err := checkSyncActorColumn(fmt.Sprintf("%s column %#x", field, specs[i]), data, actors); err != nil {
+				return ch, err
+			}
+		}
+	}
+	return ch, nil
+}
+
+// checkSyncActorColumn checks that every value of an RLE-encoded actor
+// column is below actors. The encoding is a series of runs, each opened by
+// a signed LEB128 n: n > 0 repeats the next value n times, n < 0 is
+// followed by -n literal values, and 0 by a count of nulls.
+func checkSyncActorColumn(field string, col []byte, actors uint64) error {
+	r := &syncReader{b: col}
+	check := func() error {
+		v, err := r.uvarint(field, math.MaxUint64)
+		if err == nil && v >= actors {
+			err = syncErr("%s: actor index %d, change names %d actors", field, v, actors)
+		}
+		return err
+	}
+	for r.off < len(col) {
+		n, err := r.svarint(field)
+		if err != nil {
+			return err
+		}
+		switch {
+		case n > 0:
+			err = check()
+		case n < 0:
+			// Each value takes at least a byte, so this ends with the data.
+			for k := int64(0); k > n && err == nil; k-- {
+				err = check()
+			}
+		default:
+			_, err = r.uvarint(field, math.MaxUint64)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// MaxOutOfOrderChanges caps how many changes of one message CheckSyncChanges
-// lets arrive before their dependencies. automerge sends changes in history
-// order except for explicitly requested ones, so real messages have few;
-// automerge retries held-back changes with a quadratic scan.
-const MaxOutOfOrderChanges = 1024
-
 // CheckSyncChanges checks changes (as in SyncMessage.Changes, or any list
 // of single change chunks) against doc, the document they are about to be
 // applied to, for what no stateless parser can see. It returns an error
-// wrapping ErrMalformedSync unless applying them leaves doc sound.
+// wrapping ErrMalformedSync unless applying them leaves doc sound, or
+// ErrMissingDeps for changes whose dependencies are missing.
 //
 // automerge 0.5 records each change under its actor with the sequence number
 // the change claims, and later slices that actor's list of changes at that
@@ -428,7 +599,11 @@ const MaxOutOfOrderChanges = 1024
 // automerge does) and requires every change to carry exactly the next
 // sequence number of its actor when it is applied. It also refuses changes
 // whose dependencies are neither in doc nor in changes: automerge would park
-// them and apply them in some later call without any sequence check.
+// them and apply them in some later call without any sequence check. (Real
+// peers send such changes after a Bloom filter false positive; refusing
+// them trades that recovery path for soundness.) The replay assumes doc
+// holds no parked changes, which is true if everything applied to it went
+// through this check.
 //
 // It reads the hash and actor of every change in doc (a few microseconds
 // each), so call it only for messages that carry changes.
@@ -436,47 +611,62 @@ func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	type change struct {
-		hash  automerge.ChangeHash
-		deps  []automerge.ChangeHash
-		actor string
-		seq   uint64
+	parsed, err := parseChangeList(changes)
+	if err != nil {
+		return err
 	}
-	parsed := make([]change, len(changes))
-	for i, c := range changes {
-		field := fmt.Sprintf("changes[%d]", i)
-		if err := validateSyncChange(field, c); err != nil {
-			return err
-		}
-		deps, actor, seq, err := syncChangeHeader(field, c)
-		if err != nil {
-			return err
-		}
-		// A change's hash is SHA-256 over its chunk type, body length and
-		// body, i.e. everything after the magic and checksum.
-		parsed[i] = change{sha256.Sum256(c[8:]), deps, hex.EncodeToString(actor), seq}
-	}
-
 	have, err := doc.Changes()
 	if err != nil {
 		return fmt.Errorf("crdt: reading document changes: %w", err)
 	}
-	applied := make(map[automerge.ChangeHash]bool, len(have)+len(parsed))
+	inDoc := make(map[automerge.ChangeHash]bool, len(have))
 	count := make(map[string]uint64)
 	for _, c := range have {
-		applied[c.Hash()] = true
+		inDoc[c.Hash()] = true
 		count[c.ActorID()]++
 	}
+	return replayChanges(parsed, func(h automerge.ChangeHash) bool { return inDoc[h] }, count)
+}
 
-	missingDep := func(c *change) (automerge.ChangeHash, bool) {
+// checkedChange is one change as the guard reads it.
+type checkedChange struct {
+	hash  automerge.ChangeHash
+	deps  []automerge.ChangeHash
+	actor string
+	seq   uint64
+}
+
+// parseChangeList parses single change chunks with parseSyncChange.
+func parseChangeList(changes [][]byte) ([]checkedChange, error) {
+	parsed := make([]checkedChange, len(changes))
+	for i, c := range changes {
+		ch, err := parseSyncChange(fmt.Sprintf("changes[%d]", i), c)
+		if err != nil {
+			return nil, err
+		}
+		// A change's hash is SHA-256 over its chunk type, body length and
+		// body, i.e. everything after the magic and checksum.
+		parsed[i] = checkedChange{sha256.Sum256(c[8:]), ch.deps, hex.EncodeToString(ch.actor), ch.seq}
+	}
+	return parsed, nil
+}
+
+// replayChanges replays automerge 0.5's apply order over parsed changes,
+// given which changes the document holds (inDoc) and how many changes of
+// each actor it holds (count, updated in place), and refuses any change
+// that would not carry exactly the next sequence number of its actor.
+func replayChanges(parsed []checkedChange, inDoc func(automerge.ChangeHash) bool, count map[string]uint64) error {
+	applied := make(map[automerge.ChangeHash]bool, len(parsed))
+	isApplied := func(h automerge.ChangeHash) bool { return applied[h] || inDoc(h) }
+	missingDep := func(c *checkedChange) (automerge.ChangeHash, bool) {
 		for _, d := range c.deps {
-			if !applied[d] {
+			if !isApplied(d) {
 				return d, true
 			}
 		}
 		return automerge.ChangeHash{}, false
 	}
-	ready := func(c *change) bool {
+	ready := func(c *checkedChange) bool {
 		_, missing := missingDep(c)
 		return !missing
 	}
@@ -494,7 +684,7 @@ func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
 	var queue []int
 	for i := range parsed {
 		c := &parsed[i]
-		if applied[c.hash] {
+		if isApplied(c.hash) {
 			continue
 		}
 		if c.seq <= count[c.actor] {
@@ -517,44 +707,18 @@ func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
 		j := slices.IndexFunc(queue, func(i int) bool { return ready(&parsed[i]) })
 		if j < 0 {
 			d, _ := missingDep(&parsed[queue[0]])
-			return syncErr("changes[%d]: depends on unknown change %s", queue[0], d)
+			return fmt.Errorf("%w: changes[%d] depends on unknown change %s", ErrMissingDeps, queue[0], d)
 		}
 		i := queue[j]
 		queue[j] = queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		if !applied[parsed[i].hash] {
+		if !isApplied(parsed[i].hash) {
 			if err := apply(i); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// syncChangeHeader reads the first fields of a change body, which
-// validateSyncChange has found to be a well-framed change chunk: its
-// dependencies, actor and sequence number.
-func syncChangeHeader(field string, c []byte) (deps []automerge.ChangeHash, actor []byte, seq uint64, err error) {
-	r := &syncReader{b: c, off: 9}
-	if _, err = r.uvarint(field+" body length", MaxChangeBytes); err != nil {
-		return nil, nil, 0, err
-	}
-	n, err := r.count(field+" deps", MaxChangeBytes, syncHashLen)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	deps = make([]automerge.ChangeHash, n)
-	for i := range deps {
-		copy(deps[i][:], r.take(syncHashLen))
-	}
-	if n, err = r.count(field+" actor length", MaxChangeBytes, 1); err != nil {
-		return nil, nil, 0, err
-	}
-	actor = r.take(n)
-	if seq, err = r.uvarint(field+" seq", math.MaxUint64); err != nil {
-		return nil, nil, 0, err
-	}
-	return deps, actor, seq, nil
 }
 
 // syncUvarintSize is the length of v's minimal LEB128 encoding.
