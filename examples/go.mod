@@ -2,11 +2,16 @@ module github.com/accord-crdt/accord/examples
 
 go 1.26
 
-require github.com/accord-crdt/accord v0.0.0
+require (
+	github.com/accord-crdt/accord v0.0.0
+	github.com/chromedp/chromedp v0.23.1
+	github.com/gorilla/websocket v1.5.3
+)
 
 require (
 	github.com/automerge/automerge-go v0.0.0-20230903201930-b80ce8aadbb9 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect

@@ -16,7 +16,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -53,10 +55,25 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 
-	if err := os.MkdirAll(*data, 0o755); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
 		return err
 	}
-	store, err := boltstore.Open(filepath.Join(*data, "accord.db"), &boltstore.Options{Logger: log})
+	return serve(ctx, ln, *data, log, os.Stdout)
+}
+
+// serve runs the server on ln with its data in the folder data until ctx
+// ends, then shuts down gracefully: the Planner's work stops, the sync
+// server commits everything it acknowledged, and the store is closed. The
+// browser tests run it in-process, and restart it on the same folder.
+func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, out io.Writer) error {
+	defer ln.Close()
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	store, err := boltstore.Open(filepath.Join(data, "accord.db"), &boltstore.Options{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -66,17 +83,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	app.routes(mux)
-	mux.Handle("/", webHandler())
-	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: app.handler(), ReadHeaderTimeout: 10 * time.Second}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.ListenAndServe() }()
-	log.Info("accord server listening", "url", "http://"+*addr+"/", "data", *data)
-	fmt.Printf("Accord is serving on http://%s/ (data in %s)\n", *addr, *data)
+	go func() { errc <- hs.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("accord server listening", "url", "http://"+addr+"/", "data", data)
+	fmt.Fprintf(out, "Accord is serving on http://%s/ (data in %s)\n", addr, data)
 
 	select {
 	case err := <-errc:
@@ -92,4 +105,13 @@ func run() error {
 		log.Error("shutdown", "err", err)
 	}
 	return hs.Shutdown(sctx)
+}
+
+// handler is everything the server serves: the sync protocol and the API
+// (app.routes), and the web page at /.
+func (a *app) handler() http.Handler {
+	mux := http.NewServeMux()
+	a.routes(mux)
+	mux.Handle("/", webHandler())
+	return mux
 }

@@ -83,6 +83,46 @@ export class Client {
     this.listeners = new Set();
     this.timer = /** @type {any} */ (null);
     this.notifyQueued = false;
+    /** @type {Record<string, string>} decisions this member edited, by id: the draft generation, kept across reloads */
+    this.editedKept = loadEdited(this.editedKey());
+  }
+
+  editedKey() {
+    return `accord.edited.${this.doc}.${this.member}`;
+  }
+
+  /**
+   * Keeps which open drafts this member edited (the Edited tag, the Save
+   * bar) for this tab, so that a reload does not forget them.
+   */
+  keepEdited() {
+    /** @type {Record<string, string>} */
+    const next = {};
+    for (const [id, g] of Object.entries(this.editedKept)) {
+      const d = this.decisions.get(id);
+      if (!d || !d.doc) next[id] = g; // not loaded yet: keep as it was
+    }
+    for (const d of this.decisions.values()) {
+      if (d.edited && d.doc && d.record.status === "open") next[d.id] = R.genKey(d.doc);
+    }
+    const json = JSON.stringify(next);
+    if (json === JSON.stringify(this.editedKept)) return;
+    this.editedKept = next;
+    try {
+      if (Object.keys(next).length) sessionStorage.setItem(this.editedKey(), json);
+      else sessionStorage.removeItem(this.editedKey());
+    } catch {
+      // storage unavailable: the marks last until the page is left
+    }
+  }
+
+  /**
+   * Restores the Edited mark of a decision this member edited before a
+   * reload, while its draft is still the one they edited.
+   * @param {Decision} d
+   */
+  restoreEdited(d) {
+    if (!d.edited && d.doc && d.record.status === "open" && this.editedKept[d.id] === R.genKey(d.doc)) d.edited = true;
   }
 
   /** @param {() => void} fn */
@@ -96,6 +136,7 @@ export class Client {
     this.notifyQueued = true;
     queueMicrotask(() => {
       this.notifyQueued = false;
+      this.keepEdited();
       for (const fn of this.listeners) fn();
     });
   }
@@ -308,6 +349,7 @@ export class Client {
     const heads = (m.heads || []).slice().sort();
     d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : R.heads(srv);
     d.synced = true;
+    this.restoreEdited(d);
     this.push(d);
   }
 
@@ -627,6 +669,19 @@ export class Client {
   /** Decisions this member edited that are still open (the Save bar's). */
   editedOpen() {
     return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
+  }
+}
+
+/**
+ * @param {string} key
+ * @returns {Record<string, string>}
+ */
+function loadEdited(key) {
+  try {
+    const v = JSON.parse(sessionStorage.getItem(key) || "{}");
+    return v && typeof v === "object" && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
   }
 }
 

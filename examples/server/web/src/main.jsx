@@ -154,8 +154,15 @@ function App({ session }) {
       const r = await fetch(`api/demo/start?doc=${encodeURIComponent(docId)}`, { method: "POST" });
       const body = await r.json().catch(() => ({}));
       if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
-      const n = Array.isArray(body.opened) ? body.opened.length : 0;
-      setPageNote(n ? `The Planner opened ${n} decision${n === 1 ? "" : "s"} and asked one question.` : "The Planner's demo has started.");
+      const opened = Array.isArray(body.opened) ? body.opened : [];
+      const n = opened.filter((/** @type {any} */ o) => !o.repeated).length;
+      setPageNote(
+        n
+          ? `The Planner opened ${n} decision${n === 1 ? "" : "s"} and asked one question.`
+          : opened.length
+            ? "The demo has already started: the Planner's decisions are open, and nothing new was added."
+            : "The Planner's demo has started.",
+      );
     } catch (e) {
       setPageNote(`Could not start the demo: ${e instanceof Error ? e.message : e}`);
     } finally {
@@ -416,6 +423,13 @@ function Card({ c, d, nameOf }) {
         <QuestionView key={q.id} c={c} d={d} q={q} values={valuesOf(d, draft, q.id)} canEdit={canEdit} />
       ))}
       {status === "settled" && <Why c={c} d={d} nameOf={nameOf} />}
+      {status === "discarded" && rec.answer && (
+        <p class="muted discarded-answer">
+          Saved by {nameOf(rec.answer.by)}
+          {when(rec.answer.at) ? `, ${when(rec.answer.at)}` : ""}, before it was discarded.
+          {rec.why ? ` Why: ${rec.why} — ${rec.whyBy ? nameOf(rec.whyBy) : "drafted"}` : ""}
+        </p>
+      )}
       <footer class="actions">
         {open && (
           <>
@@ -522,6 +536,11 @@ function QuestionView({ c, d, q, values, canEdit }) {
  */
 function AnswerField({ id, value, disabled, label, onText }) {
   const ref = useRef(/** @type {HTMLTextAreaElement|null} */ (null));
+  // The field's content is set once from here and then only by the effect
+  // below: a changing defaultValue rewrites a textarea's text node, and in
+  // Chromium that moves a focused, not yet typed-in field's caret to the
+  // start when someone else's edit arrives.
+  const initial = useRef(value);
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el || el.value === value) return;
@@ -543,7 +562,7 @@ function AnswerField({ id, value, disabled, label, onText }) {
       aria-label={label}
       rows={3}
       placeholder={disabled ? "" : "Write the answer…"}
-      defaultValue={value}
+      defaultValue={initial.current}
       disabled={disabled}
       onInput={(e) => onText(e.currentTarget.value)}
     />
@@ -786,7 +805,14 @@ function History({ d, nameOf }) {
               {(h.answers || []).map((a) => {
                 const q = qs.find((x) => x.id === a.question);
                 const labels = (a.choices || []).map((id) => q?.options?.find((o) => o.id === id)?.label || id);
-                const marks = Object.entries(a.marks || {});
+                // In the matrix's order: by option, then by criterion.
+                const rank = (/** @type {string} */ k) => {
+                  const [o, cr] = k.split("/");
+                  const oi = q?.options?.findIndex((x) => x.id === o) ?? -1;
+                  const ci = q?.criteria?.findIndex((x) => x.id === cr) ?? -1;
+                  return (oi < 0 ? 999 : oi) * 1000 + (ci < 0 ? 999 : ci);
+                };
+                const marks = Object.entries(a.marks || {}).sort(([x], [y]) => rank(x) - rank(y));
                 return (
                   <p class="hanswer" key={a.question}>
                     {qs.length > 1 && q ? <span class="muted">{q.question} </span> : null}
@@ -811,7 +837,7 @@ function History({ d, nameOf }) {
               {h.why && (
                 <p class="hwhy">
                   Why: {h.why}
-                  {h.whyBy ? ` — ${nameOf(h.whyBy)}` : ""}
+                  {h.whyBy ? ` — ${nameOf(h.whyBy)}` : " — drafted"}
                 </p>
               )}
             </li>
