@@ -545,7 +545,7 @@ func TestLinearizabilityCatchesBrokenAuthority(t *testing.T) {
 			}
 			// Random concurrent histories catch it too.
 			caught := 0
-			const tries = 20
+			const tries = 40
 			for h := range tries {
 				hist := linHistory(t, uint64(h)+1, 4, 14, broken)
 				if porcupine.CheckOperationsTimeout(linModel, hist, 10*time.Second) == porcupine.Illegal {
