@@ -170,16 +170,26 @@ func BenchmarkSaveLoad(b *testing.B) {
 	})
 }
 
+// syncRefresh bounds the history the sync benchmarks build up: every so
+// many iterations they start again from fresh replicas, so that the cost
+// per round trip does not depend on how many iterations ran.
+const syncRefresh = 200
+
 // BenchmarkSyncRoundTrip: one side types a character (not timed); then
 // the two exchange messages until both are in sync and quiet.
 func BenchmarkSyncRoundTrip(b *testing.B) {
 	b.Run("crdt", func(b *testing.B) {
-		x, y := benchReplicas(b, 10)
-		p := newSyncPair(x, y)
-		p.settle(b, 20)
+		var x, y *Doc
+		var p *syncPair
 		b.ReportAllocs()
-		for b.Loop() {
+		for i := 0; b.Loop(); i++ {
 			b.StopTimer()
+			if i%syncRefresh == 0 {
+				x, y = benchReplicas(b, 10)
+				b.StopTimer()
+				p = newSyncPair(x, y)
+				p.settle(b, 20)
+			}
 			ok(b, x.SpliceText(qWhy, 0, 0, "x"))
 			b.StartTimer()
 			for {
@@ -195,14 +205,14 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 					break
 				}
 			}
-		}
-		if !x.Heads().Equal(y.Heads()) {
-			b.Fatal("not in sync")
+			if !x.Heads().Equal(y.Heads()) {
+				b.Fatal("not in sync")
+			}
 		}
 	})
 	b.Run("raw", func(b *testing.B) {
-		x, y := benchReplicas(b, 10)
-		sx, sy := automerge.NewSyncState(x.am), automerge.NewSyncState(y.am)
+		var x, y *automerge.Doc
+		var sx, sy *automerge.SyncState
 		exchange := func() {
 			for {
 				ma, okA := sx.GenerateMessage()
@@ -222,16 +232,22 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 				}
 			}
 		}
-		exchange()
 		b.ReportAllocs()
-		for b.Loop() {
+		for i := 0; b.Loop(); i++ {
 			b.StopTimer()
-			rawSplice(b, x.am)
+			if i%syncRefresh == 0 {
+				dx, dy := benchReplicas(b, 10)
+				b.StopTimer()
+				x, y = dx.am, dy.am
+				sx, sy = automerge.NewSyncState(x), automerge.NewSyncState(y)
+				exchange()
+			}
+			rawSplice(b, x)
 			b.StartTimer()
 			exchange()
-		}
-		if !sameHeads(x.am.Heads(), y.am.Heads()) {
-			b.Fatal("not in sync")
+			if !sameHeads(x.Heads(), y.Heads()) {
+				b.Fatal("not in sync")
+			}
 		}
 	})
 }

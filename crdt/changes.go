@@ -45,7 +45,7 @@ func splitChunks(batch []byte) ([][]byte, error) {
 // checkChanges guards automerge 0.5 against a batch from outside: each
 // chunk must be a well-formed single change whose actor indices are in
 // range (parseSyncChange), every dependency must be in the document or
-// earlier in the batch (automerge would otherwise park the change unseen
+// in the batch (automerge would otherwise park the change unseen
 // and apply it later unchecked), and every change must carry exactly its
 // actor's next sequence number (a gap poisons the document: automerge
 // panics on the next sync message or incremental save). It returns the
@@ -55,7 +55,14 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, er
 	if err != nil {
 		return nil, nil, err
 	}
-	inBatch := map[ChangeHash]bool{}
+	// A dependency may come later in the batch: automerge's sync messages
+	// put explicitly requested changes first, before changes they depend
+	// on, and automerge applies a batch in causal order (replayChanges
+	// follows it).
+	inBatch := make(map[ChangeHash]bool, len(parsed))
+	for _, c := range parsed {
+		inBatch[c.hash] = true
+	}
 	var fresh []ChangeHash
 	for i, c := range parsed {
 		for _, dep := range c.deps {
@@ -63,7 +70,6 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, er
 				return nil, nil, errorf(ErrMissingDeps, "change %d (%s) needs %s", i+1, short(c.hash), short(dep))
 			}
 		}
-		inBatch[c.hash] = true
 		if !d.Has(Heads{c.hash}) {
 			fresh = append(fresh, c.hash)
 		}
@@ -474,8 +480,8 @@ type objects struct {
 // checkBatchObjects checks the operations of a batch of single change
 // chunks against d's objects and those the batch makes, which it returns
 // for advanceObjects.
-func (d *Doc) checkBatchObjects(chunks [][]byte) (map[opID]objKind, error) {
-	kinds, err := d.objectKinds()
+func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash) (map[opID]objKind, error) {
+	kinds, err := d.objectKinds(heads)
 	if err != nil {
 		return nil, err
 	}
@@ -521,10 +527,10 @@ func (d *Doc) advanceObjects(before []ChangeHash, made map[opID]objKind) {
 	o.heads = d.am.Heads()
 }
 
-// objectKinds returns the kind of every object of d, reading the document
-// again only when it changed since last time.
-func (d *Doc) objectKinds() (map[opID]objKind, error) {
-	heads := d.am.Heads()
+// objectKinds returns the kind of every object of d, at heads (its current
+// heads, as automerge lists them), reading the document again only when it
+// changed since last time.
+func (d *Doc) objectKinds(heads []ChangeHash) (map[opID]objKind, error) {
 	if o := d.objs; o != nil && o.am == d.am && slices.Equal(o.heads, heads) {
 		return o.kinds, nil
 	}

@@ -82,9 +82,11 @@
 //   - Crafted input aborts the process: a Rust panic cannot be recovered in
 //     Go. Every sync message is parsed and bounds-checked in Go
 //     (ParseSyncMessage) before automerge sees it; changes and saves are
-//     checked for the actor indices, actions and sequence numbers automerge
-//     uses unchecked; changes whose dependencies are missing are refused
-//     rather than parked inside automerge, where nothing could check them.
+//     checked for what automerge uses unchecked (actor indices, actions,
+//     sequence numbers, and operations whose key does not fit their object,
+//     which apply cleanly and abort the next reader); changes whose
+//     dependencies are missing are refused rather than parked inside
+//     automerge, where nothing could check them.
 //   - Loading many incremental chunks one by one takes quadratic time: Load
 //     takes the snapshot and all chunks and loads them in one call, and the
 //     authority compacts a document's chunks into a snapshot at a threshold.

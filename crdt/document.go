@@ -329,11 +329,11 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	made, err := d.checkBatchObjects(chunks)
+	raw := d.am.Heads()
+	made, err := d.checkBatchObjects(chunks, raw)
 	if err != nil {
 		return nil, err
 	}
-	raw := d.am.Heads()
 	before := sortHeads(raw)
 	if err := d.am.LoadIncremental(batch); err != nil {
 		if rerr := d.Rollback(before); rerr != nil {

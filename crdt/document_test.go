@@ -921,3 +921,38 @@ func TestForkAtAndHas(t *testing.T) {
 		t.Fatal("ParseHeads(String()) differs")
 	}
 }
+
+// TestApplyChangesOutOfOrder: a change may come before one it depends on
+// in the same batch, as in automerge's sync messages, which list
+// explicitly requested changes first.
+func TestApplyChangesOutOfOrder(t *testing.T) {
+	d := newTestDoc(t)
+	r := replicaOf(t, d)
+	ok(t, r.SetMark(qPick, "o1", "c1", marks.Yes))
+	ok(t, r.SetMark(qPick, "o1", "c1", marks.No))
+	ok(t, r.SetText(qWhy, "third"))
+	chs, err := r.am.Changes(d.Heads()...)
+	ok(t, err)
+	if len(chs) != 3 {
+		t.Fatalf("%d changes, want 3", len(chs))
+	}
+	batch := slices.Concat(chs[2].Save(), chs[0].Save(), chs[1].Save())
+	fresh, err := d.ApplyChanges(batch)
+	ok(t, err)
+	if len(fresh) != 3 || !d.Heads().Equal(r.Heads()) {
+		t.Fatalf("fresh %d, heads %v, want %v", len(fresh), d.Heads(), r.Heads())
+	}
+	if !reflect.DeepEqual(stateOf(t, d), stateOf(t, r)) {
+		t.Fatal("states differ")
+	}
+	// Without the change in the middle the batch is refused whole.
+	base, err := d.ForkAt(Heads(sortHeads(chs[0].Dependencies())), "")
+	ok(t, err)
+	heads := base.Heads()
+	if _, err := base.ApplyChanges(slices.Concat(chs[2].Save(), chs[0].Save())); !errors.Is(err, ErrMissingDeps) {
+		t.Fatalf("batch missing a change = %v, want ErrMissingDeps", err)
+	}
+	if !base.Heads().Equal(heads) {
+		t.Fatal("refused batch changed the heads")
+	}
+}

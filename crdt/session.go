@@ -37,8 +37,8 @@ type Session struct {
 	lastOurs   Heads
 	lastTheirs Heads
 	resets     int
-	// ackDue is set when the peer reported our heads without showing that
-	// it knows we hold them; see Generate.
+	// ackDue is set when the peer's last message did not show that it
+	// knows we hold its heads; see Generate.
 	ackDue bool
 	// missing holds dependencies of changes the peer sent that were refused
 	// for lack of them; see withNeed.
@@ -120,7 +120,7 @@ func (s *Session) ReceiveParsed(m *SyncMessage) error {
 			s.owed = append(s.owed, h)
 		}
 	}
-	s.ackDue = s.theirHeads.Equal(s.doc.Heads()) && !knowsShared(m, s.theirHeads)
+	s.ackDue = !knowsShared(m, s.theirHeads) // answered in Generate once our heads are the peer's
 	return nil
 }
 
