@@ -765,3 +765,39 @@ func sortHeads(h []ChangeHash) Heads {
 }
 
 func short(h ChangeHash) string { return h.String()[:12] }
+
+// EnsureMarks gives every choice question of the current draft an empty
+// marks map where it has none, as drafts stored before criteria existed
+// lack one, so members can mark cells once criteria are appended. It
+// reports whether it changed the document (one change).
+func (d *Doc) EnsureMarks() (bool, error) {
+	st, err := d.State()
+	if err != nil || st.Generation == 0 {
+		return false, err
+	}
+	changed := false
+	for id, q := range st.Questions {
+		if q.Written {
+			continue
+		}
+		v, err := d.am.Path("drafts", genKey(st.Generation), id, "marks").Get()
+		if err != nil {
+			return false, amError("read marks", err)
+		}
+		if v.Kind() == automerge.KindMap {
+			continue
+		}
+		qd, err := d.am.Path("drafts", genKey(st.Generation), id).Get()
+		if err != nil || qd.Kind() != automerge.KindMap {
+			continue
+		}
+		if err := qd.Map().Set("marks", automerge.NewMap()); err != nil {
+			return false, amError("add marks", err)
+		}
+		changed = true
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, d.commit("marks")
+}

@@ -135,6 +135,20 @@ func (a *Authority) load(ctx context.Context) error {
 		if err != nil {
 			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
 		}
+		// Drafts stored before criteria existed gain an empty marks map.
+		before := doc.Heads()
+		if added, err := doc.EnsureMarks(); err != nil {
+			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
+		} else if added {
+			chunk, err := doc.ChangesSince(before)
+			if err == nil {
+				err = a.opts.Store.Commit(ctx, a.opts.Doc, &persist.Write{Drafts: []persist.DraftPut{{Decision: id, Chunk: chunk}}})
+			}
+			if err != nil {
+				return fmt.Errorf("question: restore marks of %q: %w", id, err)
+			}
+			draft.Chunks = append(draft.Chunks, chunk)
+		}
 		st, err := doc.State()
 		if err != nil {
 			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}

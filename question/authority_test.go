@@ -769,3 +769,28 @@ func TestChoiceDecisionMayOpenBeforeAnyAlternativeIsKnown(t *testing.T) {
 		t.Fatalf("answer %+v", got.Answer)
 	}
 }
+
+func TestDraftStoredWithoutMarksGainsThemOnRestore(t *testing.T) {
+	f := newFixture(t)
+	def := choiceDef()
+	def.Questions[0].Criteria = nil // a decision from before criteria existed
+	rec := f.create("legacy", def)
+	saved, _ := f.a.Save(rec.ID)
+	old, err := crdttest.RawDelete(saved, []any{"drafts", "1", "q1", "marks"})
+	must(t, err)
+	// Store the draft as such an old server left it: no marks map.
+	must(t, f.store.Commit(ctx, "plan-1", &persist.Write{Drafts: []persist.DraftPut{{Decision: rec.ID, Chunk: old}}}))
+	f.a = f.open()
+	draft, _, err := f.a.Draft(rec.ID)
+	must(t, err)
+	if m := draft.Questions["q1"].Marks; m == nil || len(m) != 0 {
+		t.Fatalf("restored marks %v, want an empty map", m)
+	}
+	res, err := f.a.AppendCriterion(ctx, ana, question.AppendRequest{ID: rec.ID, Question: "q1", Key: "c", Label: "Cheap"})
+	must(t, err)
+	r := f.replica(rec.ID)
+	h := r.Heads()
+	must(t, r.SetMark("q1", "email", res.Item.ID, marks.Yes))
+	_, err = f.edit(ana, rec.ID, r, h)
+	must(t, err)
+}

@@ -40,3 +40,27 @@ func RawChange(saved []byte, path []any, value any) ([]byte, error) {
 	}
 	return automerge.SaveChanges(chs), nil
 }
+
+// RawDelete loads the saved document, deletes the key at path with no
+// checks, and returns the resulting change, encoded as RawChange does.
+func RawDelete(saved []byte, path []any) ([]byte, error) {
+	am, err := automerge.Load(saved)
+	if err != nil {
+		return nil, err
+	}
+	if err := am.SetActorID(string(crdt.NewActorID())); err != nil {
+		return nil, err
+	}
+	heads := am.Heads()
+	if err := am.Path(path...).Delete(); err != nil {
+		return nil, fmt.Errorf("delete %v: %w", path, err)
+	}
+	if _, err := am.Commit("raw"); err != nil {
+		return nil, err
+	}
+	chs, err := am.Changes(heads...)
+	if err != nil {
+		return nil, err
+	}
+	return automerge.SaveChanges(chs), nil
+}
