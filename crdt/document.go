@@ -95,6 +95,10 @@ type Doc struct {
 	// seqs counts the changes of each actor (nil until first needed); the
 	// guard against sequence gaps checks changes from outside against it.
 	seqs map[string]uint64
+	// known is the set of change hashes the document holds (nil until
+	// first needed): Has is on every hot path, and automerge answers it
+	// only by copying the change out.
+	known map[ChangeHash]bool
 	// edit is what draft edits check against, read at one revision; see
 	// draftQuestion.
 	edit *editCache
@@ -266,13 +270,35 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 // Merge applies every change of o that d lacks.
 func (d *Doc) Merge(o *Doc) error {
 	_, err := d.am.Merge(o.am)
-	d.seqs = nil
+	d.seqs, d.known = nil, nil
 	return amError("merge", err)
 }
 
 // Has reports whether every change in heads is in d.
 func (d *Doc) Has(heads Heads) bool {
+	if d.known == nil {
+		chs, err := d.am.Changes()
+		if err != nil {
+			return false
+		}
+		d.known = make(map[ChangeHash]bool, len(chs))
+		for _, c := range chs {
+			d.known[c.Hash()] = true
+		}
+	}
 	for _, h := range heads {
+		if !d.known[h] {
+			return false
+		}
+	}
+	return true
+}
+
+// amHas asks automerge itself (not the known set) whether it holds every
+// change of hs: ApplyChanges uses it to prove automerge applied a batch
+// rather than parking part of it.
+func (d *Doc) amHas(hs []ChangeHash) bool {
+	for _, h := range hs {
 		if _, err := d.am.Change(h); err != nil {
 			return false
 		}
@@ -341,13 +367,18 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 		}
 		return nil, amError("apply changes", err)
 	}
-	if !d.Has(fresh) {
+	if !d.amHas(fresh) {
 		if err := d.Rollback(before); err != nil {
 			return nil, err
 		}
 		return nil, errorf(ErrMalformed, "changes were not applied")
 	}
 	d.seqs = counts
+	if d.known != nil {
+		for _, h := range fresh {
+			d.known[h] = true
+		}
+	}
 	d.advanceObjects(raw, made)
 	return fresh, nil
 }
@@ -363,7 +394,7 @@ func (d *Doc) Rollback(heads Heads) error {
 		return amError("rollback", err)
 	}
 	d.am = am
-	d.seqs = nil
+	d.seqs, d.known = nil, nil
 	return nil
 }
 
@@ -373,11 +404,18 @@ func (d *Doc) Rollback(heads Heads) error {
 // pending operation; that is success with no change, not an error.
 func (d *Doc) commit(msg string) error {
 	t := d.now()
-	if _, err := d.am.Commit(msg, automerge.CommitOptions{Time: &t}); err != nil {
+	h, err := d.am.Commit(msg, automerge.CommitOptions{Time: &t})
+	if err != nil {
 		if err.Error() == errEmptyCommit {
 			return nil
 		}
 		return amError("commit", err)
+	}
+	if d.known != nil {
+		d.known[h] = true
+	}
+	if d.seqs != nil {
+		d.seqs[string(d.actor)]++
 	}
 	return nil
 }
