@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +56,15 @@ func main() {
 		}
 		return
 	}
+	if path := os.Getenv("LOAD_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(parseInts(*clients), *latencyWrites, parseInts(*writers), *writes, *missed, *kill); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -467,7 +476,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 				converged = true
 				break
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 		}
 		el := time.Since(start)
 		status := "converged"
