@@ -31,7 +31,6 @@ func runServer(addr, dir string) error {
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
 		},
-		Outbox: 8192,
 	})
 	if err != nil {
 		return err
