@@ -356,10 +356,7 @@ func (a *Authority) MarkDelivered(ctx context.Context, turn string) (int, error)
 // draft of an open choice question. It changes neither the draft nor the
 // answer: a suggestion never resolves a decision and never marks a cell.
 func (a *Authority) Suggest(ctx context.Context, who Member, id, question string, choices []string) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}
@@ -489,10 +486,7 @@ func (a *Authority) FinishJob(ctx context.Context, id, jobID string, state JobSt
 // why of this settle. Either needs the decision still settled at the job's
 // generation.
 func (a *Authority) RetryJob(ctx context.Context, who Member, id, jobID string) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}

@@ -425,6 +425,14 @@ func (t *txn) fail(r *Refusal) error {
 	return r
 }
 
+// target checks that who may write and returns the decision they act on.
+func (a *Authority) target(who Member, id string) (*decision, *Refusal) {
+	if r := canWrite(who); r != nil {
+		return nil, r
+	}
+	return a.lookup(id)
+}
+
 // lookup returns an existing decision or a not_found refusal.
 func (a *Authority) lookup(id string) (*decision, *Refusal) {
 	d, ok := a.decisions[id]

@@ -122,10 +122,7 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 // new generation. The answer, its marks and its why move into the history;
 // the question and its context are unchanged.
 func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}
@@ -167,10 +164,7 @@ func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, 
 // Discard sets a decision aside, keeping its history. Discarding a
 // discarded decision returns it unchanged.
 func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}
@@ -227,10 +221,7 @@ func (a *Authority) AppendCriterion(ctx context.Context, who Member, req AppendR
 }
 
 func (a *Authority) appendItem(ctx context.Context, who Member, req AppendRequest, kind string) (AppendResult, error) {
-	if r := canWrite(who); r != nil {
-		return AppendResult{}, r
-	}
-	d, r := a.lookup(req.ID)
+	d, r := a.target(who, req.ID)
 	if r != nil {
 		return AppendResult{}, r
 	}
@@ -350,10 +341,7 @@ func plural(kind string) string {
 // recorded as WhyBy, also when clearing, so a later drafted why never
 // replaces a person's words or their clearing.
 func (a *Authority) SetWhy(ctx context.Context, who Member, id, text string) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}
@@ -386,10 +374,7 @@ func ChildChannel(id string) string { return "question:" + id }
 // childId recorded, so a retry or a second member reaches the same page.
 // Decisions of a child document cannot open as pages.
 func (a *Authority) Expand(ctx context.Context, who Member, id string, ensure func(ctx context.Context, channel string) error) (Record, error) {
-	if r := canWrite(who); r != nil {
-		return Record{}, r
-	}
-	d, r := a.lookup(id)
+	d, r := a.target(who, id)
 	if r != nil {
 		return Record{}, r
 	}

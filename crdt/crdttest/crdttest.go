@@ -15,35 +15,28 @@ import (
 // and returns the resulting change encoded as crdt.Doc.ChangesSince does.
 // A path element is a string (map key) or an int (list index).
 func RawChange(saved []byte, path []any, value any) ([]byte, error) {
-	am, err := automerge.Load(saved)
-	if err != nil {
-		return nil, err
-	}
-	if err := am.SetActorID(string(crdt.NewActorID())); err != nil {
-		return nil, err
-	}
-	heads := am.Heads()
-	if value == nil {
-		err = am.Path(path...).Set(nil)
-	} else {
-		err = am.Path(path...).Set(value)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write %v: %w", path, err)
-	}
-	if _, err := am.Commit("raw"); err != nil {
-		return nil, err
-	}
-	chs, err := am.Changes(heads...)
-	if err != nil {
-		return nil, err
-	}
-	return automerge.SaveChanges(chs), nil
+	return rawEdit(saved, func(am *automerge.Doc) error {
+		if err := am.Path(path...).Set(value); err != nil {
+			return fmt.Errorf("write %v: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // RawDelete loads the saved document, deletes the key at path with no
 // checks, and returns the resulting change, encoded as RawChange does.
 func RawDelete(saved []byte, path []any) ([]byte, error) {
+	return rawEdit(saved, func(am *automerge.Doc) error {
+		if err := am.Path(path...).Delete(); err != nil {
+			return fmt.Errorf("delete %v: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// rawEdit applies edit to a copy of the saved document under a fresh actor
+// and returns the change it made.
+func rawEdit(saved []byte, edit func(am *automerge.Doc) error) ([]byte, error) {
 	am, err := automerge.Load(saved)
 	if err != nil {
 		return nil, err
@@ -52,8 +45,8 @@ func RawDelete(saved []byte, path []any) ([]byte, error) {
 		return nil, err
 	}
 	heads := am.Heads()
-	if err := am.Path(path...).Delete(); err != nil {
-		return nil, fmt.Errorf("delete %v: %w", path, err)
+	if err := edit(am); err != nil {
+		return nil, err
 	}
 	if _, err := am.Commit("raw"); err != nil {
 		return nil, err

@@ -123,15 +123,7 @@ func (d *document) run() {
 		select {
 		case o := <-d.inbox:
 			d.handle(ctx, o)
-			for n := 1; n < d.s.opts.MaxGroup; n++ {
-				select {
-				case o := <-d.inbox:
-					d.handle(ctx, o)
-					continue
-				default:
-				}
-				break
-			}
+			d.drain(ctx, d.s.opts.MaxGroup-1)
 			d.flush(ctx)
 			if len(d.conns) == 0 {
 				idle.Reset(d.s.opts.IdleUnload)
@@ -142,16 +134,21 @@ func (d *document) run() {
 			}
 			idle.Reset(d.s.opts.IdleUnload)
 		case <-d.quit:
-			for {
-				select {
-				case o := <-d.inbox:
-					d.handle(ctx, o)
-					continue
-				default:
-				}
-				break
-			}
+			d.drain(ctx, -1)
 			d.flush(ctx)
+			return
+		}
+	}
+}
+
+// drain handles up to max more ops already waiting (max < 0: all of them),
+// so that they join the current group.
+func (d *document) drain(ctx context.Context, max int) {
+	for n := 0; max < 0 || n < max; n++ {
+		select {
+		case o := <-d.inbox:
+			d.handle(ctx, o)
+		default:
 			return
 		}
 	}
