@@ -27,27 +27,24 @@ package question_test
 //	DONE                  the storm ended without a kill
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
@@ -588,60 +585,8 @@ func runCrashCycle(t *testing.T, cfg crashConfig, killAfter time.Duration) crash
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(raw))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		lines []string
-		ready = make(chan struct{})
-		eof   = make(chan struct{})
-	)
-	go func() {
-		defer close(eof)
-		sc := bufio.NewScanner(stdout)
-		once := sync.OnceFunc(func() { close(ready) })
-		for sc.Scan() {
-			mu.Lock()
-			lines = append(lines, sc.Text())
-			mu.Unlock()
-			if sc.Text() == "READY" {
-				once()
-			}
-		}
-	}()
-	const patience = 30 * time.Second
-	select {
-	case <-ready:
-		if killAfter > 0 {
-			time.Sleep(killAfter)
-			_ = cmd.Process.Kill()
-		}
-	case <-eof:
-	case <-time.After(patience):
-		_ = cmd.Process.Kill()
-		t.Errorf("cycle %d: the child did not start within %v", cfg.Cycle, patience)
-	}
-	select {
-	case <-eof:
-	case <-time.After(patience):
-		_ = cmd.Process.Kill()
-		t.Errorf("cycle %d (%s): the child did not die within %v", cfg.Cycle, cfg.Point, patience)
-		<-eof
-	}
-	_ = cmd.Wait()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	mu.Lock()
-	defer mu.Unlock()
-	return crashCycle{lines: lines, killed: ws.Signaled() && ws.Signal() == syscall.SIGKILL, stderr: stderr.String()}
+	c := testutil.RunChild(t, "TestCrashChild", []string{crashEnv + "=" + string(raw)}, killAfter, fmt.Sprintf("cycle %d (%s)", cfg.Cycle, cfg.Point))
+	return crashCycle{lines: c.Lines, killed: c.Killed, stderr: c.Stderr}
 }
 
 // crashOp is one command as the child reported it.

@@ -21,7 +21,6 @@ package delivery_test
 // and checks that every settled answer reached exactly one turn.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,7 +28,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
@@ -328,57 +327,8 @@ func runDeliveryCycle(t *testing.T, cfg deliveryCrashConfig, killAfter time.Dura
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDeliveryCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), deliveryCrashEnv+"="+string(raw))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var lines []string
-	ready, eof := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(eof)
-		sc := bufio.NewScanner(stdout)
-		once := sync.OnceFunc(func() { close(ready) })
-		for sc.Scan() {
-			mu.Lock()
-			lines = append(lines, sc.Text())
-			mu.Unlock()
-			if sc.Text() == "READY" {
-				once()
-			}
-		}
-	}()
-	const patience = 30 * time.Second
-	select {
-	case <-ready:
-		if killAfter > 0 {
-			time.Sleep(killAfter)
-			_ = cmd.Process.Kill()
-		}
-	case <-eof:
-	case <-time.After(patience):
-		_ = cmd.Process.Kill()
-		t.Errorf("cycle %d: the child did not start", cfg.Cycle)
-	}
-	select {
-	case <-eof:
-	case <-time.After(patience):
-		_ = cmd.Process.Kill()
-		t.Errorf("cycle %d: the child did not end", cfg.Cycle)
-		<-eof
-	}
-	_ = cmd.Wait()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	mu.Lock()
-	defer mu.Unlock()
-	return crashCycleOut{lines: lines, killed: ws.Signaled() && ws.Signal() == syscall.SIGKILL, stderr: stderr.String()}
+	c := testutil.RunChild(t, "TestDeliveryCrashChild", []string{deliveryCrashEnv + "=" + string(raw)}, killAfter, fmt.Sprintf("cycle %d", cfg.Cycle))
+	return crashCycleOut{lines: c.Lines, killed: c.Killed, stderr: c.Stderr}
 }
 
 type crashFacts struct {
