@@ -3,12 +3,15 @@ module github.com/accord-crdt/accord
 go 1.26
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	github.com/automerge/automerge-go v0.0.0-20230903201930-b80ce8aadbb9 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
-	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/automerge/automerge-go v0.0.0-20230903201930-b80ce8aadbb9
+	github.com/gorilla/websocket v1.5.3
+	github.com/vmihailenco/msgpack/v5 v5.4.1
+	go.etcd.io/bbolt v1.5.0
+	pgregory.net/rapid v1.3.0
+)
+
+require (
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
