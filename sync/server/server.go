@@ -39,6 +39,9 @@ func New(opts Options) (*Server, error) {
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
+		// Idle connections hand their write buffer back to the pool, so
+		// memory grows with the connections writing, not all of them.
+		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     opts.CheckOrigin,
 	}
 	if s.upgrader.CheckOrigin == nil {
