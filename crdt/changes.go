@@ -22,18 +22,21 @@ const (
 
 var chunkMagic = [4]byte{0x85, 0x6f, 0x4a, 0x83}
 
-// splitChunks splits a batch of concatenated change chunks (as
-// ChangesSince writes) into single chunks, by their declared lengths.
-// parseSyncChange then checks each one.
+// splitChunks splits concatenated chunks (a batch of changes as
+// ChangesSince writes, or a save as Load reads) into single chunks, by
+// their declared lengths. The checks that follow work on its result.
 func splitChunks(batch []byte) ([][]byte, error) {
 	var out [][]byte
 	for len(batch) > 0 {
 		if len(batch) < syncChunkHeaderMin {
-			return nil, errorf(ErrMalformed, "change %d: truncated chunk header", len(out)+1)
+			return nil, errorf(ErrMalformed, "chunk %d: truncated chunk header", len(out)+1)
+		}
+		if !bytes.Equal(batch[:4], chunkMagic[:]) {
+			return nil, errorf(ErrMalformed, "chunk %d: not an automerge chunk", len(out)+1)
 		}
 		n, w := binary.Uvarint(batch[9:])
 		if w <= 0 || n > uint64(len(batch)-9-w) {
-			return nil, errorf(ErrMalformed, "change %d: bad chunk length", len(out)+1)
+			return nil, errorf(ErrMalformed, "chunk %d: bad chunk length", len(out)+1)
 		}
 		end := 9 + w + int(n)
 		out = append(out, batch[:end:end])
@@ -127,8 +130,8 @@ func splitChanges(batch []byte) ([]rawChange, error) {
 	return out, nil
 }
 
-// checkDocChunks checks the document chunks of buf (a save, possibly
-// followed by changes, as Load reads it) for what automerge 0.5's document
+// checkDocChunks checks the document chunks of a save (possibly followed
+// by changes, as Load reads it) for what automerge 0.5's document
 // loader trusts: it turns each operation's action into an operation type
 // without checking it, so an unknown action, or an increment without an
 // integer, panics in Rust ("entered unreachable code:
@@ -136,19 +139,17 @@ func splitChanges(batch []byte) ([]rawChange, error) {
 // process; and it maps actor indices through the document's actor table by
 // plain indexing. A document's checksum is no protection: anyone can
 // compute one. (Found by FuzzLoad with checksums recomputed.)
-func checkDocChunks(buf []byte) error {
-	for n := 1; len(buf) >= 9 && bytes.Equal(buf[:4], chunkMagic[:]); n++ {
-		size, w := binary.Uvarint(buf[9:])
-		if w <= 0 || size > uint64(len(buf)-9-w) {
-			return nil // automerge refuses a bad length itself
-		}
-		typ, body := buf[8], buf[9+w:9+w+int(size)]
-		buf = buf[9+w+int(size):]
-		if typ != chunkDocument {
+func checkDocChunks(chunks [][]byte) error {
+	for n, c := range chunks {
+		if c[8] != chunkDocument {
 			continue
 		}
-		if err := checkDocument(body); err != nil {
-			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+		body, err := chunkBody(c)
+		if err == nil {
+			err = checkDocument(body)
+		}
+		if err != nil {
+			return errorf(ErrMalformed, "chunk %d: %v", n+1, err)
 		}
 	}
 	return nil
@@ -555,19 +556,18 @@ func (d *Doc) objectKinds(heads []ChangeHash) (map[opID]objKind, error) {
 	return kinds, nil
 }
 
-// checkLoadObjects checks the operations of every chunk of buf (a save,
+// checkLoadObjects checks the operations of every chunk (of a save,
 // changes, or both, as Load reads them) against the objects they make.
-func checkLoadObjects(buf []byte) error {
+func checkLoadObjects(chunks [][]byte) error {
 	var ops []chunkOp
-	for n := 1; len(buf) >= 9 && bytes.Equal(buf[:4], chunkMagic[:]); n++ {
-		size, w := binary.Uvarint(buf[9:])
-		if w <= 0 || size > uint64(len(buf)-9-w) {
-			return nil // automerge refuses a bad length itself
+	for i, c := range chunks {
+		n := i + 1
+		typ := c[8]
+		body, err := chunkBody(c)
+		if err != nil {
+			return errorf(ErrMalformed, "chunk %d: %v", n, err)
 		}
-		typ, body := buf[8], buf[9+w:9+w+int(size)]
-		buf = buf[9+w+int(size):]
 		var got []chunkOp
-		var err error
 		switch typ {
 		case chunkDocument:
 			got, err = decodeDocOps(body)

@@ -175,16 +175,19 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 	} else {
 		// Parts of the format automerge trusts are checked first: a chunk
 		// that breaks them would abort the process (see checkChunks).
-		if err := checkChunks(buf); err != nil {
+		chunks, err := splitChunks(buf)
+		if err != nil {
 			return nil, err
 		}
-		if err := checkDocChunks(buf); err != nil {
+		if err := checkChunks(chunks); err != nil {
 			return nil, err
 		}
-		if err := checkLoadObjects(buf); err != nil {
+		if err := checkDocChunks(chunks); err != nil {
 			return nil, err
 		}
-		var err error
+		if err := checkLoadObjects(chunks); err != nil {
+			return nil, err
+		}
 		if am, err = automerge.Load(buf); err != nil {
 			return nil, amError("load", err)
 		}

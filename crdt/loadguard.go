@@ -1,32 +1,20 @@
 package crdt
 
 import (
-	"encoding/binary"
 	"fmt"
 )
 
-// checkChunks checks the chunks of a saved document or incremental save
-// before automerge loads them: each chunk's header and length, and every
-// change chunk as parseSyncChange does (actor indices automerge 0.5 uses
-// unchecked). Document chunks are left to automerge's loader, which
-// returned errors, not crashes, on every malformed input fuzzed.
-func checkChunks(buf []byte) error {
-	for i := 0; len(buf) > 0; i++ {
-		if len(buf) < syncChunkHeaderMin || buf[0] != syncChangeMagic[0] || buf[1] != syncChangeMagic[1] ||
-			buf[2] != syncChangeMagic[2] || buf[3] != syncChangeMagic[3] {
-			return errorf(ErrMalformed, "chunk %d: not an automerge chunk", i+1)
-		}
-		n, w := binary.Uvarint(buf[9:])
-		if w <= 0 || n > uint64(len(buf)-9-w) {
-			return errorf(ErrMalformed, "chunk %d: bad length", i+1)
-		}
-		end := 9 + w + int(n)
-		if buf[8] == syncChunkTypeChange {
-			if _, err := parseSyncChange(fmt.Sprintf("chunk %d", i+1), buf[:end]); err != nil {
+// checkChunks checks every change chunk of a saved document or
+// incremental save before automerge loads it, as parseSyncChange does
+// (actor indices automerge 0.5 uses unchecked). Document chunks are
+// checked by checkDocChunks and checkLoadObjects.
+func checkChunks(chunks [][]byte) error {
+	for i, c := range chunks {
+		if c[8] == syncChunkTypeChange {
+			if _, err := parseSyncChange(fmt.Sprintf("chunk %d", i+1), c); err != nil {
 				return errorf(ErrMalformed, "%v", err)
 			}
 		}
-		buf = buf[end:]
 	}
 	return nil
 }
