@@ -457,60 +457,59 @@ type ToolDef struct {
 // Definitions returns the tools for a host's agent: open_decisions,
 // open_decision, ask and suggest_choice.
 func (t *Tools) Definitions() []ToolDef {
+	type cards struct {
+		Cards []CardInput `json:"cards"`
+	}
 	return []ToolDef{
 		{
 			Name:        "open_decisions",
 			Description: "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the document revision you read, a stable key and its related block addresses (primary first). Written cards use response \"text\", options [] and multiple false. Returns at once; retrying a key returns the same card.",
 			InputSchema: json.RawMessage(openDecisionsSchema),
-			Handle: func(ctx context.Context, call Call, input json.RawMessage) (any, error) {
-				var in struct {
-					Cards []CardInput `json:"cards"`
-				}
-				if err := decodeStrict(input, &in); err != nil {
-					return nil, err
-				}
+			Handle: handler(func(ctx context.Context, call Call, in cards) (any, error) {
 				return t.OpenDecisions(ctx, call, in.Cards)
-			},
+			}),
 		},
 		{
 			Name:        "open_decision",
 			Description: "Open one written decision and get its id at once. Give the document revision you read, a stable request key, a concise question, optional context and optionally the one block it concerns. It cannot confirm an answer; people save it.",
 			InputSchema: json.RawMessage(openDecisionSchema),
-			Handle: func(ctx context.Context, call Call, input json.RawMessage) (any, error) {
-				var in SingleDecision
-				if err := decodeStrict(input, &in); err != nil {
-					return nil, err
-				}
+			Handle: handler(func(ctx context.Context, call Call, in SingleDecision) (any, error) {
 				return t.OpenDecision(ctx, call, in)
-			},
+			}),
 		},
 		{
 			Name:        "ask",
 			Description: "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
 			InputSchema: json.RawMessage(askSchema),
-			Handle: func(ctx context.Context, call Call, input json.RawMessage) (any, error) {
-				var in AskInput
-				if err := decodeStrict(input, &in); err != nil {
-					return nil, err
-				}
-				return t.Ask(ctx, call, in)
-			},
+			Handle:      handler(t.Ask),
 		},
 		{
 			Name:        "suggest_choice",
 			Description: "Suggest, advisorily, which option of an open choice decision you would pick. It never chooses, marks or saves anything; only people save.",
 			InputSchema: json.RawMessage(suggestSchema),
-			Handle: func(ctx context.Context, call Call, input json.RawMessage) (any, error) {
-				var in SuggestInput
-				if err := decodeStrict(input, &in); err != nil {
-					return nil, err
-				}
+			Handle: handler(func(ctx context.Context, call Call, in SuggestInput) (any, error) {
 				if err := t.Suggest(ctx, call, in); err != nil {
 					return nil, err
 				}
 				return map[string]bool{"ok": true}, nil
-			},
+			}),
 		},
+	}
+}
+
+// handler adapts a typed tool call to a ToolDef handler: the input is
+// decoded strictly into In first.
+func handler[In, Out any](fn func(ctx context.Context, call Call, in In) (Out, error)) func(context.Context, Call, json.RawMessage) (any, error) {
+	return func(ctx context.Context, call Call, input json.RawMessage) (any, error) {
+		var in In
+		if err := decodeStrict(input, &in); err != nil {
+			return nil, err
+		}
+		out, err := fn(ctx, call, in)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 }
 
