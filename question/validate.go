@@ -137,8 +137,8 @@ func checkLabel(kind, label string, max int) *Refusal {
 	return nil
 }
 
-// checkWhy checks a why: one plain sentence of at most MaxWhy characters,
-// no Markdown, no line breaks.
+// checkWhy checks a why (Y1): one plain sentence of at most MaxWhy
+// characters, without Markdown or line breaks.
 func checkWhy(text string) *Refusal {
 	if n := utf8.RuneCountInString(text); n > MaxWhy {
 		return refuse(Invalid, "a why is at most %d characters; this one is %d", MaxWhy, n)
@@ -154,14 +154,104 @@ func checkWhy(text string) *Refusal {
 	if c := text[0]; c == '#' || c == '-' || c == '*' || c == '+' {
 		return refuse(Invalid, "a why is plain text, without Markdown (%q at the start)", string(c))
 	}
-	// More than one sentence: an end mark, a space, then a capital letter.
 	rs := []rune(text)
-	for i := 0; i+2 < len(rs); i++ {
-		if (rs[i] == '.' || rs[i] == '!' || rs[i] == '?') && unicode.IsSpace(rs[i+1]) && unicode.IsUpper(rs[i+2]) {
-			return refuse(Invalid, "a why is exactly one sentence")
+	for _, mark := range []rune{'*', '_'} {
+		if emphasized(rs, mark) {
+			return refuse(Invalid, "a why is plain text, without Markdown emphasis (%c...%c)", mark, mark)
 		}
 	}
+	if i := secondSentence(rs); i >= 0 {
+		return refuse(Invalid, "a why is exactly one sentence; a second one starts at %q", string(rs[i:min(len(rs), i+20)]))
+	}
 	return nil
+}
+
+// emphasized reports whether rs holds Markdown emphasis made of mark: a
+// mark that opens a word (at the start, or after a space or punctuation,
+// and before a non-space) and a later one that closes a word (after a
+// non-space, and at the end or before a space or punctuation). A mark
+// inside a word, as in snake_case, is neither.
+func emphasized(rs []rune, mark rune) bool {
+	open := false
+	for i, r := range rs {
+		if r != mark {
+			continue
+		}
+		before := i == 0 || !isWordRune(rs[i-1])
+		after := i+1 == len(rs) || !isWordRune(rs[i+1])
+		if open && i > 0 && !unicode.IsSpace(rs[i-1]) && rs[i-1] != mark && after {
+			return true
+		}
+		if before && i+1 < len(rs) && !unicode.IsSpace(rs[i+1]) {
+			open = true
+		}
+	}
+	return false
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// abbreviations end with a full stop inside a sentence; a capital after
+// them does not start a new one ("e.g. Supabase").
+var abbreviations = map[string]bool{
+	"e.g": true, "i.e": true, "etc": true, "vs": true, "cf": true, "approx": true,
+	"mr": true, "mrs": true, "ms": true, "dr": true, "prof": true, "st": true,
+	"inc": true, "ltd": true, "co": true, "corp": true, "jr": true, "sr": true,
+	"no": true, "nos": true, "fig": true, "ca": true, "esp": true, "incl": true,
+	"a.m": true, "p.m": true, "u.s": true, "u.k": true, "e.u": true,
+}
+
+// secondSentence returns where a second sentence starts in rs, or -1. A
+// sentence ends at '.', '!' or '?' (and any closing quotes or brackets)
+// and the next begins with a capital letter (after optional opening quotes
+// or brackets), with or without a space between: "It is cheap. It is
+// fast." and "It is cheap.It is fast." both hold two. Full stops inside
+// numbers and names ("3.5", "Node.js", "ASP.NET") and after common
+// abbreviations ("e.g. Supabase") end nothing.
+func secondSentence(rs []rune) int {
+	for i := 0; i < len(rs); i++ {
+		if rs[i] != '.' && rs[i] != '!' && rs[i] != '?' {
+			continue
+		}
+		j := i + 1
+		for j < len(rs) && strings.ContainsRune(")]\"'”’", rs[j]) {
+			j++
+		}
+		spaced := j < len(rs) && unicode.IsSpace(rs[j])
+		for j < len(rs) && unicode.IsSpace(rs[j]) {
+			j++
+		}
+		for j < len(rs) && strings.ContainsRune("([\"'“‘", rs[j]) {
+			j++
+		}
+		if j >= len(rs) || !unicode.IsUpper(rs[j]) {
+			continue
+		}
+		if rs[i] == '.' {
+			word := wordBefore(rs, i)
+			if abbreviations[strings.ToLower(word)] {
+				continue
+			}
+			// Without a space, only a word ending in a small letter and a
+			// capitalized word after it ("cheap.It") part two sentences;
+			// "ASP.NET" and "v2.Beta" are names.
+			if !spaced && (i == 0 || !unicode.IsLower(rs[i-1]) || j+1 >= len(rs) || !unicode.IsLower(rs[j+1])) {
+				continue
+			}
+		}
+		return j
+	}
+	return -1
+}
+
+// wordBefore returns the word that ends at rs[end] (exclusive), with the
+// inner full stops of abbreviations such as "e.g".
+func wordBefore(rs []rune, end int) string {
+	i := end
+	for i > 0 && (isWordRune(rs[i-1]) || rs[i-1] == '.' && i-1 > 0 && isWordRune(rs[i-2])) {
+		i--
+	}
+	return string(rs[i:end])
 }
 
 func itoa(i int) string {
