@@ -487,6 +487,7 @@ func cloneRecord(r *Record) Record {
 	c.Passage = slices.Clone(r.Passage)
 	c.Suggested = cloneSuggestion(r.Suggested)
 	c.WriteUp, c.WhyDraft = cloneJob(r.WriteUp), cloneJob(r.WhyDraft)
+	c.Findings = cloneFindings(r.Findings)
 	if r.Appended != nil {
 		c.Appended = make(map[string]Appended, len(r.Appended))
 		for k, v := range r.Appended {

@@ -168,4 +168,7 @@ type Record struct {
 	// write-up of the passage and the why draft (see Job).
 	WriteUp  *Job `json:"writeUp,omitempty"`
 	WhyDraft *Job `json:"whyDraft,omitempty"`
+	// Findings are what research, investigations and asks brought, at
+	// most MaxFindings (see Finding).
+	Findings []Finding `json:"findings,omitempty"`
 }

@@ -381,6 +381,9 @@ func (a *Authority) Expand(ctx context.Context, who Member, id string, ensure fu
 	if strings.HasPrefix(a.opts.Doc, "question:") {
 		return Record{}, refuse(Invalid, "a page's own decisions cannot open as pages")
 	}
+	if a.opts.ImplementationActive(id) {
+		return Record{}, refuse(Implementation, "an implementation of this decision is running; its page opens once it ends")
+	}
 	channel := ChildChannel(id)
 	if d.rec.ChildID == channel {
 		return cloneRecord(d.rec), nil
