@@ -64,10 +64,32 @@ type Finding struct {
 	Stance      Stance        `json:"stance,omitempty"`
 	By          string        `json:"by"`
 	At          time.Time     `json:"at"`
+	// Noticed is the status whose Chat notice was posted: a notice is due
+	// while it differs from a status that has one (see NoticeDue).
+	Noticed FindingStatus `json:"noticed,omitempty"`
 }
 
 // Settled reports whether the finding no longer changes.
 func (f Finding) Settled() bool { return f.Status != FindingRunning }
+
+// NoticeDue reports whether the finding's current status owes Chat a
+// notice not yet posted: research or an investigation that became ready
+// or failed (R3), and an ask when it is made (R8). Stops and takes post
+// none. The notice is posted, then marked with MarkNoticed, so a crash in
+// between posts it again under the same id (NoticeID), which Chat ignores.
+func (f Finding) NoticeDue() bool {
+	if f.Noticed == f.Status {
+		return false
+	}
+	if f.Kind == FindingAsk {
+		return f.Status == FindingRunning
+	}
+	return f.Status == FindingReady || f.Status == FindingFailed
+}
+
+// NoticeID is the id of the Chat notice for the finding's current status:
+// one per finding and status, so posting it is idempotent.
+func (f Finding) NoticeID() string { return "finding:" + f.ID + ":" + string(f.Status) }
 
 // WorkStatus is the state of host-owned work (a research request or an
 // investigation) as the host reports it.
@@ -210,7 +232,7 @@ func (a *Authority) Explore(ctx context.Context, who Member, req ExploreRequest,
 		}
 		return FindingResult{}, &Refusal{Reason: NotFound, Message: "no such " + workNoun(req.Kind) + " in this document", Err: err}
 	}
-	f := Finding{Kind: req.Kind, Status: FindingRunning, Focus: focus, Ref: req.Ref, By: who.Login}
+	f := Finding{Kind: req.Kind, Status: FindingRunning, Focus: focus, Ref: req.Ref, By: who.Login, Noticed: FindingRunning}
 	settleWith(&f, work)
 	return a.addFinding(ctx, req.ID, f)
 }
@@ -283,6 +305,7 @@ func (a *Authority) Take(ctx context.Context, who Member, req TakeRequest) (Find
 	}
 	return a.changeFinding(ctx, req.ID, req.Finding, func(f *Finding) {
 		f.Status, f.Summary, f.Stance = FindingReady, reply, req.Stance
+		f.Noticed = f.Status
 	})
 }
 
@@ -325,7 +348,44 @@ func (a *Authority) ExploreStop(ctx context.Context, who Member, id, finding str
 	if !work.Status.Terminal() {
 		work = Work{Status: WorkCancelled}
 	}
-	return a.changeFinding(ctx, id, finding, func(f *Finding) { settleWith(f, work) })
+	return a.changeFinding(ctx, id, finding, func(f *Finding) {
+		if settleWith(f, work); f.Status == FindingStopped {
+			f.Noticed = f.Status
+		}
+	})
+}
+
+// PendingNotices lists the findings whose Chat notice is due (see
+// NoticeDue), in creation order.
+func (a *Authority) PendingNotices() []SettledFinding {
+	var out []SettledFinding
+	for _, id := range a.order {
+		for _, f := range a.decisions[id].rec.Findings {
+			if f.NoticeDue() {
+				out = append(out, SettledFinding{Decision: id, Finding: cloneFinding(f), Before: f.Noticed})
+			}
+		}
+	}
+	return out
+}
+
+// MarkNoticed records that the notice of a finding's status was posted. A
+// finding whose status moved on meanwhile keeps owing its new notice.
+func (a *Authority) MarkNoticed(ctx context.Context, id, finding string, status FindingStatus) error {
+	d, r := a.lookup(id)
+	if r != nil {
+		return r
+	}
+	i := findingIndex(d.rec, finding)
+	if i < 0 || d.rec.Findings[i].Status != status || d.rec.Findings[i].Noticed == status {
+		return nil
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return err
+	}
+	t.record(id).Findings[i].Noticed = status
+	return t.commit(ctx)
 }
 
 // Settle settles every finding that follows the named work once the host

@@ -549,3 +549,53 @@ func sortedStrings(s []string) []string {
 	}
 	return out
 }
+
+func TestFindingNoticesAreDueOncePerStatus(t *testing.T) {
+	h := newHost()
+	store := memstore.New()
+	a := newFindingsAuthority(t, store, "plan-1", h)
+	rec := createOne(t, a, "k")
+	h.work["r"] = question.Work{Status: question.WorkRunning}
+	got, err := a.Explore(ctx, ana, question.ExploreRequest{ID: rec.ID, Kind: question.FindingResearch, Ref: "r"}, h.check)
+	must(t, err)
+	if n := a.PendingNotices(); len(n) != 0 {
+		t.Fatalf("running research owes no notice: %+v", n)
+	}
+	asked, err := a.Ask(ctx, ana, question.AskRequest{ID: rec.ID, Member: "sam"})
+	must(t, err)
+	if _, err := a.Settle(ctx, question.FindingResearch, "r", question.Work{Status: question.WorkFailed}); err != nil {
+		t.Fatal(err)
+	}
+	due := a.PendingNotices()
+	if len(due) != 2 || due[0].Finding.ID != got.Finding.ID || due[1].Finding.ID != asked.Finding.ID {
+		t.Fatalf("due: %+v", due)
+	}
+	failedID := due[0].Finding.NoticeID()
+	must(t, a.MarkNoticed(ctx, rec.ID, got.Finding.ID, question.FindingFailed))
+	must(t, a.MarkNoticed(ctx, rec.ID, asked.Finding.ID, question.FindingRunning))
+	// Marked durably: a restart owes nothing.
+	a = newFindingsAuthority(t, store, "plan-1", h)
+	if n := a.PendingNotices(); len(n) != 0 {
+		t.Fatalf("after marking: %+v", n)
+	}
+	// A retried request that turns ready owes a new notice, under a new id.
+	if _, err := a.Settle(ctx, question.FindingResearch, "r", question.Work{Status: question.WorkReady}); err != nil {
+		t.Fatal(err)
+	}
+	due = a.PendingNotices()
+	if len(due) != 1 || due[0].Finding.NoticeID() == failedID {
+		t.Fatalf("after the retry: %+v", due)
+	}
+	// Marking a status the finding has left changes nothing.
+	must(t, a.MarkNoticed(ctx, rec.ID, got.Finding.ID, question.FindingFailed))
+	if len(a.PendingNotices()) != 1 {
+		t.Fatal("a stale mark cleared the due notice")
+	}
+	// A take posts none.
+	if _, err := a.Take(ctx, question.Member{Login: "sam"}, question.TakeRequest{ID: rec.ID, Finding: asked.Finding.ID, Reply: "Fine by me."}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.PendingNotices()) != 1 {
+		t.Fatal("a take owes a notice")
+	}
+}

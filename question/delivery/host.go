@@ -107,9 +107,12 @@ type Document interface {
 }
 
 // Notice is a system notice in Chat; its ID makes posting it idempotent.
+// A quiet notice (a failed research request, say) is shown without
+// drawing attention: no badge, no sound.
 type Notice struct {
-	ID   string
-	Text string
+	ID    string
+	Text  string
+	Quiet bool
 }
 
 // Turn is a Planner turn nobody typed, carrying saved answers.
@@ -183,6 +186,22 @@ type TurnAnswer struct {
 	// Passage is the card's passage; when set, the turn leaves it to the
 	// decision's write-up.
 	Passage []string `json:"passage,omitempty"`
+	// Findings are the decision's ready findings: research results,
+	// investigations and the takes of asked members, which the write-up
+	// and the why draft read as context (R10).
+	Findings []FindingContext `json:"findings,omitempty"`
+}
+
+// FindingContext is one ready finding as the Planner reads it.
+type FindingContext struct {
+	Kind    question.FindingKind `json:"kind"`
+	Title   string               `json:"title,omitempty"`
+	Summary string               `json:"summary"`
+	Sources []question.Source    `json:"sources,omitempty"`
+	Branch  string               `json:"branch,omitempty"`
+	// By is the asked member, for a take.
+	By     string          `json:"by,omitempty"`
+	Stance question.Stance `json:"stance,omitempty"`
 }
 
 // AnsweredQuestion is one question of a saved answer.

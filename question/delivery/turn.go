@@ -43,7 +43,49 @@ func AnswerOf(rec question.Record) (TurnAnswer, bool) {
 		}
 		out.Questions = append(out.Questions, aq)
 	}
+	for _, f := range rec.Findings {
+		if f.Status != question.FindingReady {
+			continue
+		}
+		fc := FindingContext{Kind: f.Kind, Title: f.Title, Summary: f.Summary, Sources: slices.Clone(f.Sources), Branch: f.Branch}
+		if f.Kind == question.FindingAsk {
+			fc.By, fc.Stance = f.Ref, f.Stance
+		}
+		out.Findings = append(out.Findings, fc)
+	}
 	return out, true
+}
+
+// writeFindings lists a saved answer's ready findings as context: each
+// research result and investigation with its sources or branch, and each
+// asked member's take with its stance.
+func writeFindings(b *strings.Builder, a TurnAnswer, indent string) {
+	for _, f := range a.Findings {
+		switch f.Kind {
+		case question.FindingAsk:
+			stance := ""
+			if f.Stance != "" {
+				stance = " (" + string(f.Stance) + ")"
+			}
+			fmt.Fprintf(b, "%sTake of @%s%s: %s\n", indent, f.By, stance, f.Summary)
+		default:
+			kind := "Research"
+			if f.Kind == question.FindingSpike {
+				kind = "Investigation"
+			}
+			title := ""
+			if f.Title != "" {
+				title = " “" + f.Title + "”"
+			}
+			fmt.Fprintf(b, "%s%s finding%s: %s\n", indent, kind, title, f.Summary)
+			for _, s := range f.Sources {
+				fmt.Fprintf(b, "%s  source: %s\n", indent, s.URL)
+			}
+			if f.Branch != "" {
+				fmt.Fprintf(b, "%s  branch: %s\n", indent, f.Branch)
+			}
+		}
+	}
 }
 
 // NoticeText is the one Chat notice of a turn: who answered, then the
@@ -120,6 +162,7 @@ func WriteUpPrompt(blocks []Block, answers []TurnAnswer) string {
 	for _, a := range answers {
 		fmt.Fprintf(&b, "- saved by @%s\n", a.By)
 		writeAnswer(&b, a, "  ")
+		writeFindings(&b, a, "  ")
 	}
 	return b.String()
 }
@@ -131,5 +174,9 @@ func WhyPrompt(a TurnAnswer) string {
 	fmt.Fprintf(&b, "Write why this answer was chosen: exactly one plain sentence of at most %d characters, no Markdown.\n\n", question.MaxWhy)
 	writeAnswer(&b, a, "")
 	fmt.Fprintf(&b, "Saved by @%s\n", a.By)
+	if len(a.Findings) > 0 {
+		b.WriteString("\nWhat was found before the decision:\n")
+		writeFindings(&b, a, "")
+	}
 	return b.String()
 }
