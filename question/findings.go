@@ -431,16 +431,18 @@ func (a *Authority) Settle(ctx context.Context, kind FindingKind, ref string, wo
 	return changed, nil
 }
 
-// RunningWork lists the work that running research and investigation
-// findings follow, each once, for a sweep: the host checks each and calls
-// Settle for those that ended, so no finding waits on a missed event.
-func (a *Authority) RunningWork() []WorkRef {
+// WorkToCheck lists, each once, the work whose findings may still change:
+// research and investigations followed by a running finding, or by a
+// failed one (a failed request may be retried to ready). A sweep asks the
+// host for the state of each and calls Settle for those that ended, so no
+// finding waits on a missed event.
+func (a *Authority) WorkToCheck() []WorkRef {
 	seen := map[WorkRef]bool{}
 	var out []WorkRef
 	for _, id := range a.order {
 		for _, f := range a.decisions[id].rec.Findings {
 			w := WorkRef{Kind: f.Kind, Ref: f.Ref}
-			if f.Kind == FindingAsk || f.Status != FindingRunning || seen[w] {
+			if f.Kind == FindingAsk || f.Status != FindingRunning && f.Status != FindingFailed || seen[w] {
 				continue
 			}
 			seen[w] = true

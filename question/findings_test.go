@@ -94,7 +94,7 @@ func TestExploreAttachesAndSettles(t *testing.T) {
 	if !again.Repeated || again.Finding.ID != f.ID || len(again.Record.Findings) != 1 {
 		t.Fatalf("attaching again: %+v", again)
 	}
-	if w := a.RunningWork(); len(w) != 1 || w[0].Ref != "r1" {
+	if w := a.WorkToCheck(); len(w) != 1 || w[0].Ref != "r1" {
 		t.Fatalf("running work %v", w)
 	}
 
@@ -117,7 +117,7 @@ func TestExploreAttachesAndSettles(t *testing.T) {
 	if again, err := a.Settle(ctx, question.FindingResearch, "r1", ready); err != nil || len(again) != 0 {
 		t.Fatalf("settling twice changed %v (%v)", again, err)
 	}
-	if w := a.RunningWork(); len(w) != 0 {
+	if w := a.WorkToCheck(); len(w) != 0 {
 		t.Fatalf("running work after settle %v", w)
 	}
 }
@@ -495,7 +495,7 @@ func TestFindingsMatchModel(t *testing.T) {
 				settle(rt, a, m, ref, h.work[ref])
 			case 5: // restart, then sweep as a document open does
 				a = newFindingsAuthority(t, store, "plan-1", h)
-				for _, w := range a.RunningWork() {
+				for _, w := range a.WorkToCheck() {
 					if work := h.work[w.Ref]; work.Status.Terminal() {
 						settle(rt, a, m, w.Ref, work)
 					}

@@ -220,13 +220,14 @@ func (w *Watcher) retry(doc string, err error) {
 	w.mu.Unlock()
 }
 
-// Sweep settles every running research or investigation finding of doc
-// whose work has ended, and posts every notice still owed. It is what a
+// Sweep settles every research or investigation finding of doc whose work
+// has ended (a running one, or a failed one whose request was retried to
+// ready), and posts every notice still owed. It is what a
 // document's opening runs; a host may call it directly too.
 func (w *Watcher) Sweep(ctx context.Context, doc string) error {
 	var refs []question.WorkRef
 	if err := w.opts.Authorities.Do(ctx, doc, func(a *question.Authority) error {
-		refs = a.RunningWork()
+		refs = a.WorkToCheck()
 		return nil
 	}); err != nil {
 		return err
