@@ -252,6 +252,9 @@ func (d *document) handle(ctx context.Context, o op) {
 	switch m := o.msg.(type) {
 	case *wire.Hello:
 		d.join(o.c, m)
+		if fn := d.s.opts.Opened; fn != nil {
+			fn(d.id, o.c.member.Login)
+		}
 	case *wire.Create:
 		d.create(ctx, o.c, m)
 	case *wire.Edit:
@@ -266,6 +269,12 @@ func (d *document) handle(ctx context.Context, o op) {
 		d.why(ctx, o.c, m)
 	case *wire.Sync:
 		d.sync(ctx, o.c, m)
+	case *wire.Explore:
+		d.explore(ctx, o.c, m)
+	case *wire.ExploreStop:
+		d.exploreStop(ctx, o.c, m)
+	case *wire.Take:
+		d.take(ctx, o.c, m)
 	default:
 		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+o.msg.FrameKind())
 	}
@@ -434,7 +443,7 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	case wire.KindDiscard:
 		rec, err = d.auth.Discard(ctx, c.member, m.ID)
 		event = wire.KindDiscarded
-	case wire.KindExpand:
+	case wire.KindExpand, wire.KindPage:
 		rec, err = d.auth.Expand(ctx, c.member, m.ID, func(ctx context.Context, channel string) error {
 			if d.s.opts.EnsureChannel == nil {
 				return nil

@@ -38,6 +38,21 @@ type Options struct {
 	EnsureChannel func(ctx context.Context, doc, channel string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Research checks and cancels the work findings follow when a member
+	// attaches or stops it (question:explore, question:explore-stop); nil
+	// refuses research and investigations as unavailable (asks still work).
+	Research ResearchHost
+	// KnownMember, if set, reports whether login is a member of doc who can
+	// be asked (question:explore with member); nil asks anyone named.
+	KnownMember func(doc, login string) bool
+	// FindingsChanged, if set, is called (on the document's goroutine; it
+	// must not block) after a findings command committed, so a host's
+	// research watcher posts the notice it may owe (research.Watcher.Poke).
+	FindingsChanged func(doc string)
+	// Opened, if set, is called (on the document's goroutine; it must not
+	// block) whenever a member joins a document, so a host can sweep its
+	// findings (research.Watcher.Poke).
+	Opened func(doc, login string)
 	// Committed, if set, is called (on the document's goroutine; it must
 	// not block) after each group of commands was committed, so a host can
 	// wake work that follows saves, such as answer delivery.

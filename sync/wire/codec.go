@@ -310,8 +310,14 @@ func newMessage(kind string) Message {
 		return &Edit{}
 	case KindSubmit:
 		return &Submit{}
-	case KindReopen, KindDiscard, KindExpand:
+	case KindReopen, KindDiscard, KindExpand, KindPage:
 		return &Target{}
+	case KindExplore:
+		return &Explore{}
+	case KindExploreStop:
+		return &ExploreStop{}
+	case KindTake:
+		return &Take{}
 	case KindOption, KindCriterion:
 		return &Append{}
 	case KindWhy:
@@ -348,7 +354,8 @@ func PeekHeader(b []byte, f Format) (h Header) {
 // IsRequest reports whether kind is a request that gets a Reply.
 func IsRequest(kind string) bool {
 	switch kind {
-	case KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand:
+	case KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
+		KindPage, KindExplore, KindExploreStop, KindTake:
 		return true
 	}
 	return false

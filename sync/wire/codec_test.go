@@ -58,6 +58,7 @@ func TestFramesCoverEveryKind(t *testing.T) {
 		KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
 		KindSync, KindDoc, KindChanges,
 		KindCreated, KindMeta, KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded,
+		KindExplore, KindExploreStop, KindTake, KindPage,
 	}
 	requests, replies := map[string]bool{}, map[string]bool{}
 	for _, fr := range frames() {
@@ -345,6 +346,7 @@ func dropEmpty(v any) any {
 var goldenFrames = []string{
 	"hello", "criterion", "criterion-reply", "criterion-refused", "option-repeated",
 	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes",
+	"explore-research", "explore-ask", "take", "explore-reply",
 }
 
 // The JSON encoding is pinned, so the field names stay those of the spec.
@@ -462,13 +464,14 @@ func TestSpecFieldNames(t *testing.T) {
 }
 
 func TestIsRequest(t *testing.T) {
-	for _, k := range []string{KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand} {
+	for _, k := range []string{KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
+		KindExplore, KindExploreStop, KindTake, KindPage} {
 		if !IsRequest(k) {
 			t.Errorf("IsRequest(%q) = false", k)
 		}
 	}
 	for _, k := range []string{KindHello, KindWelcome, KindError, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
-		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded, "", "question:explore"} {
+		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded, "", "question:unknown"} {
 		if IsRequest(k) {
 			t.Errorf("IsRequest(%q) = true", k)
 		}

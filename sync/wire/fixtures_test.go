@@ -174,9 +174,9 @@ func opt(id, label string) *question.Option {
 	return &question.Option{ID: id, Label: label}
 }
 
-// frames returns one or more realistic frames of every kind, freshly built
-// so a test may change them.
-func frames() []frame {
+// baseFrames returns one or more realistic frames of every kind but those
+// of findings (findingFrames), freshly built so a test may change them.
+func baseFrames() []frame {
 	settled, open, discarded := settledRecord(), openWrittenRecord(), discardedRecord()
 	def := choiceDefinition()
 	h1, h2, h3 := head("a"), head("b"), head("c")

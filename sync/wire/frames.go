@@ -170,6 +170,7 @@ type Reply struct {
 	Definition *question.Definition `json:"definition,omitempty"`
 	Repeated   bool                 `json:"repeated,omitempty"`
 	Doc        []byte               `json:"doc,omitempty"`
+	Finding    *question.Finding    `json:"finding,omitempty"`
 }
 
 // SubmitResult is one decision's outcome within a Submit reply.
