@@ -64,6 +64,12 @@ func cloneRecord(r question.Record) question.Record {
 	}
 	r.Passage = slices.Clone(r.Passage)
 	r.Appended = maps.Clone(r.Appended)
+	if r.Findings != nil {
+		r.Findings = slices.Clone(r.Findings)
+		for i := range r.Findings {
+			r.Findings[i].Sources = slices.Clone(r.Findings[i].Sources)
+		}
+	}
 	return r
 }
 
