@@ -125,7 +125,9 @@ func TestFindingsOverRealSockets(t *testing.T) {
 	ready := question.Work{Status: question.WorkReady, Title: "Reset costs", Summary: "Email is free."}
 	host.set("req-1", ready)
 	w.Changed("plan-1", question.FindingResearch, "req-1", ready)
-	got := ben.meta(func(rec question.Record) bool { return len(rec.Findings) == 1 && rec.Findings[0].Status == question.FindingReady })
+	got := ben.meta(func(rec question.Record) bool {
+		return len(rec.Findings) == 1 && rec.Findings[0].Status == question.FindingReady
+	})
 	if got.Findings[0].Summary != "Email is free." {
 		t.Fatalf("settled finding: %+v", got.Findings[0])
 	}

@@ -12,7 +12,7 @@ func researchedRecord() question.Record {
 	r.Findings = []question.Finding{
 		{ID: "f1", Kind: question.FindingResearch, Status: question.FindingReady, Focus: "costs per reset", Ref: "req-81",
 			Title: "Reset flows compared", Summary: "Email links cost nothing per reset; SMS costs per message.",
-			Sources: []question.Source{{Title: "Provider pricing", URL: "https://example.org/pricing"}, {URL: "https://example.org/b"}},
+			Sources:     []question.Source{{Title: "Provider pricing", URL: "https://example.org/pricing"}, {URL: "https://example.org/b"}},
 			SourceCount: 5, By: "ada", At: tCreated, Noticed: question.FindingReady},
 		{ID: "f2", Kind: question.FindingSpike, Status: question.FindingRunning, Ref: "inv-9", By: "sam", At: tSaved, Noticed: question.FindingRunning},
 		{ID: "f3", Kind: question.FindingAsk, Status: question.FindingReady, Ref: "lily", Summary: "SMS needs a provider contract.",
