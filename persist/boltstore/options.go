@@ -36,6 +36,13 @@ type Options struct {
 	// delay only pays off when fsync is cheap and writers are many.
 	MaxBatchDelay time.Duration
 
+	// Verify runs Check when the file is opened and refuses a file that
+	// fails it. Open always checks the file's head (meta pages, size,
+	// freelist, root); Verify reads every page too, which costs a read of
+	// the whole file, and catches damage deep in the tree before any
+	// document is served.
+	Verify bool
+
 	// NoSync skips fsync on commit. UNSAFE: a crash or power loss can lose
 	// Writes whose Commit returned nil, or corrupt the file. For
 	// benchmarks that measure everything but the disk; never in service.
