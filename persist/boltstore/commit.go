@@ -74,6 +74,9 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.docDamage(doc); err != nil {
+		return err
+	}
 	if w.Empty() {
 		return nil
 	}

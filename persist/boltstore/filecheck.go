@@ -15,12 +15,14 @@ import (
 //
 // bbolt trusts its file: it reads pages through a memory map at whatever
 // page ids the meta page and the tree name. A truncated file makes those
-// reads fault (SIGBUS, which a recover cannot catch), and a freelist page
-// that is not one makes Open panic. So before bbolt sees an existing file,
-// checkFile reads its head the way bbolt would (both meta pages, the
-// freelist, the root page) with plain reads and refuses a file that bbolt
-// could not safely map. What it cannot see (a damaged page deep in the
-// tree) bbolt finds when it reads there; guard turns that panic into a
+// reads fault (SIGBUS, which a recover cannot catch), a freelist page that
+// is not one makes Open panic, a cycle in the tree makes a cursor loop
+// until memory runs out. So before bbolt sees an existing file, checkFile
+// reads it the way bbolt would (both meta pages, the size they promise,
+// the freelist, then every branch and leaf page: checkTree) with plain
+// reads, and refuses a file that bbolt could not safely map. Damage below
+// one document is kept to that document. Damage that appears after Open,
+// bbolt meets when it reads there; guard turns that panic into a
 // CorruptError.
 
 // The bbolt v2 file format, from go.etcd.io/bbolt/internal/common. Pages
@@ -94,62 +96,60 @@ func parseMeta(page []byte) (m meta, ok bool) {
 	return m, true
 }
 
-// checkFile checks the head of an existing bbolt file at path. A missing
-// file is fine (bbolt creates it); a directory or an unreadable file gives
-// an *fs.PathError; damage gives the reasons above, which Open wraps in a
-// *persist.CorruptError.
-func checkFile(path string) error {
+// checkFile checks an existing bbolt file at path: its head, its freelist
+// and its whole page structure (checkTree). A missing file is fine (bbolt
+// creates it); a directory or an unreadable file gives an *fs.PathError;
+// damage gives the reasons above, which Open wraps in a
+// *persist.CorruptError. Damage below one document's bucket is not the
+// file's: it comes back in damagedDocs, and the store keeps bbolt away from
+// those documents.
+func checkFile(path string) (damagedDocs map[string]error, err error) {
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if info.IsDir() {
-		return &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
 	}
 	if !info.Mode().IsRegular() {
-		return &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	size := uint64(info.Size())
 	if size == 0 {
-		return ErrEmptyFile
+		return nil, ErrEmptyFile
 	}
 	m, err := readMeta(f, size)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ps := m.pageSize
 	if ps < minPageSize || ps > maxPageSize || ps&(ps-1) != 0 {
-		return fmt.Errorf("%w: page size %d", ErrNoMeta, ps)
+		return nil, fmt.Errorf("%w: page size %d", ErrNoMeta, ps)
 	}
 	if m.pgid < 3 { // two meta pages and a root at least
-		return fmt.Errorf("%w: meta page says %d pages", ErrBadPage, m.pgid)
+		return nil, fmt.Errorf("%w: meta page says %d pages", ErrBadPage, m.pgid)
 	}
 	if m.pgid > size/ps {
-		return fmt.Errorf("%w: %d bytes, %d pages of %d bytes expected", ErrTruncated, size, m.pgid, ps)
+		return nil, fmt.Errorf("%w: %d bytes, %d pages of %d bytes expected", ErrTruncated, size, m.pgid, ps)
 	}
-	if m.root < 2 || m.root >= m.pgid {
-		return fmt.Errorf("%w: root page %d outside pages 2..%d", ErrBadPage, m.root, m.pgid-1)
-	}
-	if err := checkPage(f, m, m.root, "root", flagBranch, flagLeaf); err != nil {
-		return err
-	}
+	var free bitmap
 	if m.freelist != noFreelist {
 		if m.freelist < 2 || m.freelist >= m.pgid {
-			return fmt.Errorf("%w: freelist page %d outside pages 2..%d", ErrBadPage, m.freelist, m.pgid-1)
+			return nil, fmt.Errorf("%w: freelist page %d outside pages 2..%d", ErrBadPage, m.freelist, m.pgid-1)
 		}
-		if err := checkFreelist(f, m); err != nil {
-			return err
+		if free, err = checkFreelist(f, m); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return checkTree(f, m, free)
 }
 
 // readMeta returns the meta page bbolt would use: the valid one with the
@@ -200,38 +200,18 @@ func pageHeader(f *os.File, m meta, id uint64) (flags uint16, count uint16, over
 	return native.Uint16(h[8:]), native.Uint16(h[10:]), native.Uint32(h[12:]), nil
 }
 
-// checkPage checks that page id, with its overflow pages, lies within the
-// pages in use and has one of the flags.
-func checkPage(f *os.File, m meta, id uint64, what string, want ...uint16) error {
-	flags, _, overflow, err := pageHeader(f, m, id)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	ok := false
-	for _, w := range want {
-		ok = ok || flags == w
-	}
-	if !ok {
-		return fmt.Errorf("%w: %s page %d has flags %#x", ErrBadPage, what, id, flags)
-	}
-	if id+uint64(overflow) >= m.pgid {
-		return fmt.Errorf("%w: %s page %d overflows past page %d", ErrBadPage, what, id, m.pgid-1)
-	}
-	return nil
-}
-
 // checkFreelist checks the freelist page bbolt reads on Open: its type,
 // that its ids fit in it, and that every id is a page in use.
-func checkFreelist(f *os.File, m meta) error {
+func checkFreelist(f *os.File, m meta) (bitmap, error) {
 	flags, count, overflow, err := pageHeader(f, m, m.freelist)
 	if err != nil {
-		return fmt.Errorf("freelist: %w", err)
+		return nil, fmt.Errorf("freelist: %w", err)
 	}
 	if flags != flagFreelist {
-		return fmt.Errorf("%w: freelist page %d has flags %#x", ErrBadPage, m.freelist, flags)
+		return nil, fmt.Errorf("%w: freelist page %d has flags %#x", ErrBadPage, m.freelist, flags)
 	}
 	if m.freelist+uint64(overflow) >= m.pgid {
-		return fmt.Errorf("%w: freelist page %d overflows past page %d", ErrBadPage, m.freelist, m.pgid-1)
+		return nil, fmt.Errorf("%w: freelist page %d overflows past page %d", ErrBadPage, m.freelist, m.pgid-1)
 	}
 	extent := (uint64(overflow) + 1) * m.pageSize
 	r := io.NewSectionReader(f, int64(m.freelist*m.pageSize+pageHeaderSize), int64(extent-pageHeaderSize))
@@ -239,25 +219,30 @@ func checkFreelist(f *os.File, m meta) error {
 	if count == 0xFFFF { // the count does not fit in the header; it is the first id
 		var first [8]byte
 		if _, err := io.ReadFull(r, first[:]); err != nil {
-			return fmt.Errorf("%w: freelist page %d: %v", ErrBadPage, m.freelist, err)
+			return nil, fmt.Errorf("%w: freelist page %d: %v", ErrBadPage, m.freelist, err)
 		}
 		n, skip = native.Uint64(first[:]), 1
 	}
-	if (n+skip)*8 > extent-pageHeaderSize {
-		return fmt.Errorf("%w: freelist page %d lists %d ids, room for %d", ErrBadPage, m.freelist, n, (extent-pageHeaderSize)/8-skip)
+	if (n+skip)*8 > extent-pageHeaderSize || n > m.pgid {
+		return nil, fmt.Errorf("%w: freelist page %d lists %d ids, room for %d", ErrBadPage, m.freelist, n, (extent-pageHeaderSize)/8-skip)
 	}
+	// The freelist's own pages count as free: no tree page may be one.
+	free := newBitmap(m.pgid)
+	free.setRange(m.freelist, uint64(overflow)+1)
 	buf := make([]byte, 8*1024)
 	for n > 0 {
 		chunk := buf[:8*min(n, uint64(len(buf)/8))]
 		if _, err := io.ReadFull(r, chunk); err != nil {
-			return fmt.Errorf("%w: freelist page %d: %v", ErrBadPage, m.freelist, err)
+			return nil, fmt.Errorf("%w: freelist page %d: %v", ErrBadPage, m.freelist, err)
 		}
 		for i := 0; i < len(chunk); i += 8 {
-			if id := native.Uint64(chunk[i:]); id < 2 || id >= m.pgid {
-				return fmt.Errorf("%w: freelist page %d lists page %d, outside pages 2..%d", ErrBadPage, m.freelist, id, m.pgid-1)
+			id := native.Uint64(chunk[i:])
+			if id < 2 || id >= m.pgid {
+				return nil, fmt.Errorf("%w: freelist page %d lists page %d, outside pages 2..%d", ErrBadPage, m.freelist, id, m.pgid-1)
 			}
+			free.set(id)
 		}
 		n -= uint64(len(chunk) / 8)
 	}
-	return nil
+	return free, nil
 }

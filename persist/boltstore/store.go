@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,11 @@ type Store struct {
 	closed bool
 
 	queue commitQueue
+
+	// damaged holds the documents whose pages Open found damaged, by id.
+	// The store never lets bbolt walk them (see checkTree); it is not
+	// changed after Open.
+	damaged map[string]error
 
 	commits      atomic.Uint64
 	transactions atomic.Uint64
@@ -62,7 +69,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := checkFile(path); err != nil {
+	damaged, err := checkFile(path)
+	if err != nil {
 		return nil, openError(path, o.Timeout, err)
 	}
 
@@ -86,7 +94,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		bopts.Logger = &boltLogger{o.Logger}
 	}
 	var db *bolt.DB
-	err := guard(path, "", func() error {
+	err = guard(path, "", func() error {
 		var err error
 		db, err = bolt.Open(path, 0o600, bopts)
 		return err
@@ -109,6 +117,11 @@ func Open(path string, opts *Options) (*Store, error) {
 		maxBatchSize:  o.MaxBatchSize,
 		maxBatchDelay: o.MaxBatchDelay,
 		queue:         commitQueue{full: make(chan struct{}, 1)},
+		damaged:       damaged,
+	}
+	for doc, err := range damaged {
+		logger.Error("boltstore: a document's pages are damaged; it is unavailable until the file is restored",
+			"path", path, "doc", doc, "err", err)
 	}
 	if o.Verify {
 		if err := s.Check(); err != nil {
@@ -180,6 +193,9 @@ func (s *Store) LoadDocument(ctx context.Context, doc string) (*persist.StoredDo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.docDamage(doc); err != nil {
+		return nil, err
+	}
 	var out *persist.StoredDocument
 	err := s.view(path(string(bucketDocs), []byte(doc)), func(tx *bolt.Tx) error {
 		var err error
@@ -215,9 +231,9 @@ func (s *Store) Documents(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Check verifies the whole file: every page of every bucket is read, then
-// bbolt's own consistency check of pages and free list runs, then every
-// document is read against the layout. It returns nil if all is well, or
+// Check verifies the whole file: the page structure is walked (as Open
+// does), then bbolt's own consistency check of pages and free list runs,
+// then every document is read against the layout. It returns nil if all is well, or
 // every problem found joined into one error: page damage is a
 // *persist.CorruptError naming the file alone, layout damage one naming
 // the bucket and key. It reads in one transaction and does not block
@@ -229,16 +245,28 @@ func (s *Store) Check() error {
 		return persist.ErrClosed
 	}
 	return s.view("", func(tx *bolt.Tx) error {
-		// bbolt checks in a goroutine of its own, where a fault on a page
-		// past the end of the map would crash the process. Reading every
-		// page here first, under guard, turns that into an error.
-		var w walker
-		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			w.bytes(name)
-			w.bucket(b)
-			return nil
-		}); err != nil {
-			return err
+		// bbolt checks in a goroutine of its own and trusts the page
+		// structure: a cycle or a huge overflow count makes it loop, a
+		// page id past the map faults where no recover reaches. The same
+		// walk as at Open, on this transaction's tree (whose pages no
+		// commit reuses while it is open), comes first.
+		f, err := os.Open(s.path)
+		if err != nil {
+			return fmt.Errorf("boltstore: check %s: %w", s.path, err)
+		}
+		defer f.Close()
+		ps := uint64(s.db.Info().PageSize)
+		m := meta{pageSize: ps, root: uint64(tx.Cursor().Bucket().RootPage()), pgid: uint64(tx.Size()) / ps}
+		docs, err := checkTree(f, m, nil)
+		if err != nil {
+			return &persist.CorruptError{File: s.path, Err: err}
+		}
+		if len(docs) > 0 {
+			var errs []error
+			for _, doc := range slices.Sorted(maps.Keys(docs)) {
+				errs = append(errs, &persist.CorruptError{File: s.path, Bucket: path(string(bucketDocs), []byte(doc)), Err: docs[doc]})
+			}
+			return errors.Join(errs...)
 		}
 		var errs []error
 		for err := range tx.Check() {
@@ -261,27 +289,13 @@ func (s *Store) Check() error {
 	})
 }
 
-// walker touches every key and value byte of a bucket tree, so that any
-// page bbolt would read later has been read once under guard.
-type walker struct{ sum byte }
-
-func (w *walker) bytes(b []byte) {
-	for _, c := range b {
-		w.sum ^= c
+// docDamage is the error for a document whose pages Open found damaged,
+// or nil.
+func (s *Store) docDamage(doc string) error {
+	if err, ok := s.damaged[doc]; ok {
+		return &persist.CorruptError{File: s.path, Bucket: path(string(bucketDocs), []byte(doc)), Err: err}
 	}
-}
-
-func (w *walker) bucket(b *bolt.Bucket) {
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		w.bytes(k)
-		w.bytes(v)
-		if v == nil {
-			if sub := b.Bucket(k); sub != nil {
-				w.bucket(sub)
-			}
-		}
-	}
+	return nil
 }
 
 // view runs fn in a read transaction under guard; bucket names what fn
@@ -306,6 +320,10 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.docDamage(doc); err != nil {
+		// Deleting walks the document's pages to free them.
+		return err
+	}
 	key := []byte(doc)
 	docPath := path(string(bucketDocs), key)
 	err := guard(s.path, docPath, func() error {
@@ -315,7 +333,12 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 			case docs == nil:
 				return nil
 			case docs.Bucket(key) != nil:
-				return docs.DeleteBucket(key)
+				if err := docs.DeleteBucket(key); err != nil {
+					// The bucket exists, so failing to walk it (bbolt
+					// words that "bucket not found", unwrapped) is damage.
+					return corrupt(docPath, nil, err)
+				}
+				return nil
 			case has(docs, key):
 				// A value where the document's bucket belongs: the
 				// document is damaged, and deleting it removes that too.
@@ -324,12 +347,13 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 			return nil
 		})
 	})
-	if err != nil {
-		var ce *persist.CorruptError
-		if !errors.As(err, &ce) {
-			err = fmt.Errorf("boltstore: delete document %q: %w", doc, err)
-		}
+	var ce *persist.CorruptError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce):
 		return err
+	default:
+		return fmt.Errorf("boltstore: delete document %q: %w", doc, err)
 	}
 	s.log.Info("boltstore: document deleted", "doc", doc)
 	return nil
