@@ -47,14 +47,18 @@
 // bucket belongs, a chunk key that is not 8 bytes, ...) is reported as a
 // *persist.CorruptError naming the file, bucket path and key, never a panic.
 // Damage to the file itself is a *persist.CorruptError naming the file
-// alone: Open checks an existing file's head (both meta pages, the size
-// they promise, the freelist and the root page) before bbolt maps it, so a
-// truncated or overwritten file is refused there; damage deep in the tree
-// is met by the first read or commit that walks it, which bbolt would
-// answer with a panic or a fault and the store answers with the error.
-// Every CorruptError matches persist.ErrCorrupt. Check reads every page,
-// runs bbolt's page-level consistency check and reads every document
-// against the layout; Options.Verify runs it at Open.
+// alone: before bbolt maps an existing file, Open reads it with plain reads
+// (both meta pages, the size they promise, the freelist, then every branch
+// and leaf page of the tree) and refuses one that bbolt could not safely
+// map: truncated, overwritten, with pages past its end, cycles or pages in
+// use on the freelist. Damage below one document's bucket is that
+// document's alone: LoadDocument, Commit and DeleteDocument of it return a
+// CorruptError naming its bucket, and bbolt never walks it. Damage that
+// appears after Open is met by the first read or commit that walks it,
+// which bbolt would answer with a panic or a fault and the store answers
+// with the error. Every CorruptError matches persist.ErrCorrupt. Check
+// walks the tree again, runs bbolt's page-level consistency check and
+// reads every document against the layout; Options.Verify runs it at Open.
 //
 // # Backup and deletion
 //

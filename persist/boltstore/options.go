@@ -37,10 +37,10 @@ type Options struct {
 	MaxBatchDelay time.Duration
 
 	// Verify runs Check when the file is opened and refuses a file that
-	// fails it. Open always checks the file's head (meta pages, size,
-	// freelist, root); Verify reads every page too, which costs a read of
-	// the whole file, and catches damage deep in the tree before any
-	// document is served.
+	// fails it. Open always walks the file's page structure before bbolt
+	// maps it (and keeps damage below one document to that document);
+	// Verify adds bbolt's own consistency check and reads every document
+	// back, and refuses damage anywhere, a damaged document included.
 	Verify bool
 
 	// NoSync skips fsync on commit. UNSAFE: a crash or power loss can lose

@@ -53,8 +53,9 @@ var _ persist.Store = (*Store)(nil)
 //
 // A damaged file gives a *persist.CorruptError naming the file (errors.Is
 // persist.ErrCorrupt), never a panic: Open checks an existing file's meta
-// pages, size, freelist and root page before bbolt maps it, and recovers
-// what bbolt raises beyond that. A directory, a missing folder or a file
+// pages, size, freelist and page tree before bbolt maps it, and recovers
+// what bbolt raises beyond that. Damage below one document's bucket does
+// not fail Open; that document alone is refused (see the package doc). A directory, a missing folder or a file
 // the process may not read gives an *fs.PathError naming the path.
 func Open(path string, opts *Options) (*Store, error) {
 	var o Options
