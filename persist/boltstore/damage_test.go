@@ -251,10 +251,19 @@ func TestDamagedFiles(t *testing.T) {
 		{"random bytes", func(t *testing.T, p string) { randomizeFrom(t, p, 0) }, true},
 		{"random bytes after the meta pages", func(t *testing.T, p string) { randomizeFrom(t, p, 2*4096) }, true},
 	}
+	// One populated file, copied for each case.
+	basePath := filepath.Join(t.TempDir(), "base.db")
+	populate(t, basePath)
+	base, err := os.ReadFile(basePath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "accord.db")
-			populate(t, path)
+			if err := os.WriteFile(path, base, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			tc.damage(t, path)
 
 			isCorrupt := func(what string, err error) {
