@@ -19,5 +19,11 @@
 //     StoredDocument, not an error.
 //   - Values handed to Commit and returned by LoadDocument are owned by the
 //     caller afterwards; a Store copies what it keeps.
+//   - DeleteDocument removes a document for good: afterwards it loads empty
+//     and is not listed by Documents; other documents are untouched. The
+//     caller stops writing to the document first (close its authority):
+//     a Commit after the delete starts the document afresh.
+//   - Damaged storage gives a *CorruptError (errors.Is ErrCorrupt), never a
+//     panic.
 //   - After Close every method returns ErrClosed.
 package persist

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrClosed is returned by every method of a Store after Close.
@@ -13,19 +14,49 @@ var ErrClosed = errors.New("persist: store closed")
 // draft or answer with an empty key.
 var ErrEmptyKey = errors.New("persist: empty key")
 
+// ErrCorrupt matches every *CorruptError under errors.Is, so a host can
+// tell damaged storage (restore from a backup) from a failing one (retry).
+var ErrCorrupt = errors.New("persist: corrupt storage")
+
 // CorruptError is returned when stored bytes cannot be read back. It names
 // where they live, so an operator can find them.
+//
+// Bucket and Key name one damaged value (value-level damage: the rest of
+// the storage reads fine). Bucket alone names a subtree that could not be
+// walked. With both empty the damage is in the file's own structure (its
+// header or pages): nothing in it can be trusted, and the file must be
+// restored from a backup.
 type CorruptError struct {
+	File   string // the backend's file, when it has one
 	Bucket string // e.g. "docs/plan-1/records"
 	Key    string
 	Err    error
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("persist: corrupt value at bucket %q key %q: %v", e.Bucket, e.Key, e.Err)
+	var b strings.Builder
+	b.WriteString("persist: corrupt ")
+	switch {
+	case e.Key != "" || e.Bucket != "" && e.File == "":
+		fmt.Fprintf(&b, "value at bucket %q key %q", e.Bucket, e.Key)
+	case e.Bucket != "":
+		fmt.Fprintf(&b, "bucket %q", e.Bucket)
+	case e.File != "":
+		fmt.Fprintf(&b, "file %q", e.File)
+	default:
+		b.WriteString("storage")
+	}
+	if e.File != "" && (e.Bucket != "" || e.Key != "") {
+		fmt.Fprintf(&b, " in file %q", e.File)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // Store is durable storage for documents' decisions. See the package
 // documentation for the contract.
@@ -36,6 +67,10 @@ type Store interface {
 	Commit(ctx context.Context, doc string, w *Write) error
 	// Documents lists the ids of every document with stored state, sorted.
 	Documents(ctx context.Context) ([]string, error)
+	// DeleteDocument removes everything stored for doc (records, drafts,
+	// projections, answers), durably and atomically. Deleting a document
+	// never written, or already deleted, returns nil.
+	DeleteDocument(ctx context.Context, doc string) error
 	// Close releases the store. Commits already returned stay durable.
 	Close() error
 }

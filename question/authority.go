@@ -64,6 +64,10 @@ type Authority struct {
 	broken    bool                  // a commit failed; reload before the next command
 	rows      map[string]*AnswerRow // decision_answers rows, by decision
 	waiters   *waiters              // blocking asks; kept across reloads
+	// damaged holds the decisions the last load could not read, and
+	// damagedKeys their stable keys where known (damaged.go).
+	damaged     map[string]*DamagedError
+	damagedKeys map[string]string
 	// resolving counts, per decision, saves committed to a Store that only
 	// collects Writes (Options.Durable) and not yet durable: appends are
 	// then refused as resolving rather than resolved.
@@ -109,6 +113,11 @@ func NewAuthority(ctx context.Context, opts Options) (*Authority, error) {
 
 // load (re)reads everything from the store. A fresh actor id per load keeps
 // the authority's automerge sequence numbers unique across restarts.
+//
+// A decision whose record, draft or answer row cannot be read does not
+// fail the load: it is logged, kept in Damaged and refused as unavailable,
+// and the others load. Only a store that cannot be read at all (or cannot
+// take the marks map an old draft gains) fails it.
 func (a *Authority) load(ctx context.Context) error {
 	sd, err := a.opts.Store.LoadDocument(ctx, a.opts.Doc)
 	if err != nil {
@@ -118,45 +127,38 @@ func (a *Authority) load(ctx context.Context) error {
 	a.decisions = map[string]*decision{}
 	a.byKey = map[string]string{}
 	a.order = nil
-	bucket := "docs/" + a.opts.Doc
+	a.damaged = map[string]*DamagedError{}
+	a.damagedKeys = map[string]string{}
+	answers, badRows := a.readableAnswers(sd.Answers)
 	for id, raw := range sd.Records {
-		var rec Record
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return &persist.CorruptError{Bucket: bucket + "/records", Key: id, Err: err}
+		d, key, needsMarks, err := a.loadDecision(id, raw, sd)
+		if err == nil {
+			err = badRows[id]
 		}
-		if rec.ID != id {
-			return &persist.CorruptError{Bucket: bucket + "/records", Key: id, Err: fmt.Errorf("record names id %q", rec.ID)}
-		}
-		draft, ok := sd.Drafts[id]
-		if !ok {
-			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: fmt.Errorf("no draft for record")}
-		}
-		doc, err := crdt.Load(draft.Snapshot, draft.Chunks, crdt.Options{Actor: a.actor, Now: a.opts.Now})
 		if err != nil {
-			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
+			a.markDamaged(id, key, err)
+			continue
 		}
-		// Drafts stored before criteria existed gain an empty marks map.
-		before := doc.Heads()
-		if added, err := doc.EnsureMarks(); err != nil {
-			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
-		} else if added {
-			chunk, err := doc.ChangesSince(before)
+		if needsMarks != nil {
+			// Drafts stored before criteria existed gain an empty marks map.
+			chunk, err := d.doc.ChangesSince(needsMarks)
 			if err == nil {
 				err = a.opts.Store.Commit(ctx, a.opts.Doc, &persist.Write{Drafts: []persist.DraftPut{{Decision: id, Chunk: chunk}}})
 			}
 			if err != nil {
 				return fmt.Errorf("question: restore marks of %q: %w", id, err)
 			}
-			draft.Chunks = append(draft.Chunks, chunk)
+			d.chunks++
 		}
-		st, err := doc.State()
-		if err != nil {
-			return &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
-		}
-		r := rec
-		a.decisions[id] = &decision{rec: &r, doc: doc, state: st, chunks: len(draft.Chunks)}
-		a.byKey[rec.Key] = id
+		a.decisions[id] = d
+		a.byKey[d.rec.Key] = id
 		a.order = append(a.order, id)
+	}
+	for id, err := range badRows {
+		if _, ok := sd.Records[id]; !ok {
+			// A row of a decision with no record: nothing else to refuse.
+			a.opts.Logger.Error("question: answer row cannot be read; left out", "doc", a.opts.Doc, "decision", id, "err", err)
+		}
 	}
 	slices.SortFunc(a.order, func(x, y string) int {
 		rx, ry := a.decisions[x].rec, a.decisions[y].rec
@@ -165,7 +167,7 @@ func (a *Authority) load(ctx context.Context) error {
 		}
 		return strings.Compare(x, y)
 	})
-	if err := a.loadAnswers(sd.Answers); err != nil {
+	if err := a.loadAnswers(answers); err != nil {
 		return err
 	}
 	a.broken = false
@@ -209,7 +211,7 @@ func (a *Authority) Lookup(key string) (string, bool) {
 func (a *Authority) Draft(id string) (crdt.Draft, crdt.Heads, error) {
 	d, ok := a.decisions[id]
 	if !ok {
-		return crdt.Draft{}, nil, refuse(NotFound, "no decision %q", id)
+		return crdt.Draft{}, nil, a.missing(id)
 	}
 	return d.state.Drafts[d.state.Generation], d.doc.Heads(), nil
 }
@@ -219,7 +221,7 @@ func (a *Authority) Draft(id string) (crdt.Draft, crdt.Heads, error) {
 func (a *Authority) Save(id string) ([]byte, error) {
 	d, ok := a.decisions[id]
 	if !ok {
-		return nil, refuse(NotFound, "no decision %q", id)
+		return nil, a.missing(id)
 	}
 	return d.doc.Save(), nil
 }
@@ -229,7 +231,7 @@ func (a *Authority) Save(id string) ([]byte, error) {
 func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
 	d, ok := a.decisions[id]
 	if !ok {
-		return nil, refuse(NotFound, "no decision %q", id)
+		return nil, a.missing(id)
 	}
 	return d.doc.ChangesSince(heads)
 }
@@ -240,7 +242,7 @@ func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
 func (a *Authority) NewSession(id string) (*crdt.Session, error) {
 	d, ok := a.decisions[id]
 	if !ok {
-		return nil, refuse(NotFound, "no decision %q", id)
+		return nil, a.missing(id)
 	}
 	return d.doc.NewSession(), nil
 }
@@ -437,7 +439,7 @@ func (a *Authority) target(who Member, id string) (*decision, *Refusal) {
 func (a *Authority) lookup(id string) (*decision, *Refusal) {
 	d, ok := a.decisions[id]
 	if !ok {
-		return nil, refuse(NotFound, "no decision %q in this document", id)
+		return nil, a.missing(id)
 	}
 	return d, nil
 }

@@ -720,9 +720,10 @@ func TestCorruptRecordIsAClearError(t *testing.T) {
 	f := newFixture(t)
 	rec := f.create("k", writtenDef())
 	must(t, f.store.Commit(ctx, "plan-1", &persist.Write{Records: []persist.Put{{Key: rec.ID, Value: []byte("{not json")}}}))
-	_, err := question.NewAuthority(ctx, question.Options{Store: f.store, Doc: "plan-1"})
+	a, err := question.NewAuthority(ctx, question.Options{Store: f.store, Doc: "plan-1"})
+	must(t, err)
 	var ce *persist.CorruptError
-	if !errors.As(err, &ce) || ce.Key != rec.ID || !strings.Contains(ce.Bucket, "records") {
+	if err := a.Damaged()[rec.ID]; !errors.As(err, &ce) || ce.Key != rec.ID || !strings.Contains(ce.Bucket, "records") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -57,6 +57,9 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 			return nil, t.fail(refuse(Invalid, "key %q is used twice in one batch", req.Key))
 		}
 		seen[req.Key] = true
+		if r := a.damagedKey(req.Key); r != nil {
+			return nil, t.fail(r)
+		}
 		if id, ok := a.byKey[req.Key]; ok {
 			out[i] = Created{Record: cloneRecord(a.decisions[id].rec), Repeated: true}
 			continue
@@ -77,7 +80,7 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 			return nil, t.fail(r)
 		}
 		id := a.opts.NewID()
-		if _, taken := a.decisions[id]; taken {
+		if _, taken := a.decisions[id]; taken || a.damaged[id] != nil {
 			return nil, t.fail(refuse(Invalid, "id source repeated %q", id))
 		}
 		doc, err := crdt.New(crdt.Options{Actor: a.actor, Now: a.opts.Now})

@@ -5,6 +5,11 @@
 //	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
+//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup for a bearer of this token
+//
+// POST /admin/backup answers a consistent copy of the bbolt file, taken
+// while the server serves (docs/OPERATIONS.md: backup and restore). Without
+// ACCORD_ADMIN_TOKEN the endpoint does not exist.
 //
 // The page at / lets you pick a demo member: ana and ben write, rita only
 // reads. A deterministic demo Planner (no network, no model) opens
@@ -13,6 +18,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,7 +89,10 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: app.handler(), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/admin/backup", backupHandler(store, os.Getenv("ACCORD_ADMIN_TOKEN"), log))
+	mux.Handle("/", app.handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -114,4 +123,63 @@ func (a *app) handler() http.Handler {
 	a.routes(mux)
 	mux.Handle("/", webHandler())
 	return mux
+}
+
+// backupHandler serves POST /admin/backup to a bearer of token: a hot copy
+// of the store's file. The copy is first written to a temporary file (fast,
+// so bbolt's read transaction, which keeps freed pages from being reused,
+// stays short whatever the client's speed), then sent with its length, so
+// a client can tell a cut-off download from a whole one.
+// Without a token the endpoint is disabled: every request gets 404.
+func backupHandler(store *boltstore.Store, token string, log *slog.Logger) http.Handler {
+	if token == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "backups over HTTP are disabled: start the server with ACCORD_ADMIN_TOKEN set", http.StatusNotFound)
+		})
+	}
+	log.Info("admin backup endpoint enabled", "path", "/admin/backup")
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="accord-admin"`)
+			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST to take a backup", http.StatusMethodNotAllowed)
+			return
+		}
+		dir, err := os.MkdirTemp("", "accord-backup-")
+		if err != nil {
+			log.Error("backup", "err", err)
+			http.Error(w, "cannot take a backup", http.StatusInternalServerError)
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "accord.db")
+		n, err := store.BackupFile(r.Context(), path)
+		if err != nil {
+			log.Error("backup", "err", err)
+			http.Error(w, "cannot take a backup", http.StatusInternalServerError)
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			log.Error("backup", "err", err)
+			http.Error(w, "cannot take a backup", http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		name := "accord-" + time.Now().UTC().Format("20060102T150405Z") + ".db"
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+		w.Header().Set("Content-Length", fmt.Sprint(n))
+		w.Header().Set("Cache-Control", "no-store")
+		if _, err := io.Copy(w, f); err != nil {
+			log.Warn("backup: sending the copy", "err", err)
+			return
+		}
+		log.Info("backup sent", "bytes", n, "remote", r.RemoteAddr)
+	})
 }

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -71,6 +72,9 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 		return err
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.docDamage(doc); err != nil {
 		return err
 	}
 	if w.Empty() {
@@ -151,14 +155,19 @@ func (s *Store) run(group []*call) {
 	for len(group) > 0 {
 		failed := -1
 		var failErr error
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for i, c := range group {
-				if err := apply(tx, c.doc, c.w); err != nil {
-					failed, failErr = i, err
-					return err
+		// apply recovers what it trips over in a document's buckets
+		// itself; guard catches a panic in bbolt's commit (a damaged page
+		// met while rebalancing, say), which fails the whole group.
+		err := guard(s.path, "", func() error {
+			return s.db.Update(func(tx *bolt.Tx) error {
+				for i, c := range group {
+					if err := apply(tx, c.doc, c.w); err != nil {
+						failed, failErr = i, inFile(s.path, err)
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 		if failed >= 0 {
 			s.log.Warn("boltstore: write refused", "doc", group[failed].doc, "err", failErr)
@@ -166,10 +175,14 @@ func (s *Store) run(group []*call) {
 			group = slices.Delete(group, failed, failed+1)
 			continue
 		}
-		if err != nil {
+		var ce *persist.CorruptError
+		switch {
+		case errors.As(err, &ce):
+			s.log.Error("boltstore: commit failed: the file is damaged", "writes", len(group), "err", err)
+		case err != nil:
 			s.log.Error("boltstore: commit failed", "writes", len(group), "err", err)
 			err = fmt.Errorf("boltstore: commit: %w", err)
-		} else {
+		default:
 			s.commits.Add(uint64(len(group)))
 			s.transactions.Add(1)
 		}

@@ -41,9 +41,30 @@
 // commit order. A snapshot replaces the decision's bucket, which drops every
 // earlier chunk in the same transaction.
 //
+// # Damage
+//
 // Anything found in the file that does not fit this layout (a value where a
 // bucket belongs, a chunk key that is not 8 bytes, ...) is reported as a
-// *persist.CorruptError naming the bucket path and key, never a panic. Check
-// runs bbolt's page-level consistency check and then reads every document
-// against the layout; crash tests call it after reopening a file.
+// *persist.CorruptError naming the file, bucket path and key, never a panic.
+// Damage to the file itself is a *persist.CorruptError naming the file
+// alone: before bbolt maps an existing file, Open reads it with plain reads
+// (both meta pages, the size they promise, the freelist, then every branch
+// and leaf page of the tree) and refuses one that bbolt could not safely
+// map: truncated, overwritten, with pages past its end, cycles or pages in
+// use on the freelist. Damage below one document's bucket is that
+// document's alone: LoadDocument, Commit and DeleteDocument of it return a
+// CorruptError naming its bucket, and bbolt never walks it. Damage that
+// appears after Open is met by the first read or commit that walks it,
+// which bbolt would answer with a panic or a fault and the store answers
+// with the error. Every CorruptError matches persist.ErrCorrupt. Check
+// walks the tree again, runs bbolt's page-level consistency check and
+// reads every document against the layout; Options.Verify runs it at Open.
+//
+// # Backup and deletion
+//
+// Backup and BackupFile write a consistent copy of the file while commits
+// go on (bbolt's Tx.WriteTo in one read transaction). The copy is a bbolt
+// file: restoring is stopping the server, putting the copy in place of the
+// file and starting it again. DeleteDocument drops a document's buckets in
+// one durable transaction. docs/OPERATIONS.md has the operator's side.
 package boltstore

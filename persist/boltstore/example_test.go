@@ -63,3 +63,38 @@ func Example() {
 	// [plan-1]
 	// record v1 / card / snapshot + ["edit 1"]
 }
+
+func ExampleStore_BackupFile() {
+	dir, err := os.MkdirTemp("", "accord-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	s, err := boltstore.Open(filepath.Join(dir, "accord.db"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	_ = s.Commit(ctx, "plan-1", &persist.Write{Records: []persist.Put{{Key: "d1", Value: []byte("record")}}})
+
+	// A consistent copy while the store keeps serving; restoring is
+	// replacing the file with it while the server is stopped.
+	if _, err := s.BackupFile(ctx, filepath.Join(dir, "backup.db")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, err := boltstore.Open(filepath.Join(dir, "backup.db"), &boltstore.Options{Verify: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	doc, _ := b.LoadDocument(ctx, "plan-1")
+	fmt.Printf("%s\n", doc.Records["d1"])
+	// Output:
+	// record
+}

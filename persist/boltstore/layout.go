@@ -283,10 +283,15 @@ func putDraft(drafts *bolt.Bucket, draftsPath string, dp persist.DraftPut) error
 	bp := path(draftsPath, k)
 	if dp.Snapshot {
 		// Delete only what exists: bbolt logs a missing bucket as an error.
-		if drafts.Bucket(k) != nil || drafts.Get(k) != nil {
-			if err := drafts.DeleteBucket(k); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-				return keyError(draftsPath, k, err, ErrNotBucket)
+		switch {
+		case drafts.Bucket(k) != nil:
+			if err := drafts.DeleteBucket(k); err != nil {
+				// The bucket exists, so failing to walk it (bbolt
+				// words that "bucket not found", unwrapped) is damage.
+				return corrupt(bp, nil, err)
 			}
+		case drafts.Get(k) != nil:
+			return corrupt(draftsPath, k, ErrNotBucket)
 		}
 		b, err := drafts.CreateBucket(k)
 		if err != nil {

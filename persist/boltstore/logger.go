@@ -10,6 +10,9 @@ import (
 // boltLogger passes bbolt's messages to a *slog.Logger. Formatting is
 // skipped for levels the logger does not enable, since bbolt logs every
 // transaction at debug level.
+//
+// Open hands bbolt a *boltLogger: bbolt prints its options with %p when it
+// opens a file, which a struct value turns into "%!p(...)".
 type boltLogger struct{ l *slog.Logger }
 
 func (b boltLogger) log(level slog.Level, v ...any) {

@@ -36,6 +36,13 @@ type Options struct {
 	// delay only pays off when fsync is cheap and writers are many.
 	MaxBatchDelay time.Duration
 
+	// Verify runs Check when the file is opened and refuses a file that
+	// fails it. Open always walks the file's page structure before bbolt
+	// maps it (and keeps damage below one document to that document);
+	// Verify adds bbolt's own consistency check and reads every document
+	// back, and refuses damage anywhere, a damaged document included.
+	Verify bool
+
 	// NoSync skips fsync on commit. UNSAFE: a crash or power loss can lose
 	// Writes whose Commit returned nil, or corrupt the file. For
 	// benchmarks that measure everything but the disk; never in service.

@@ -192,6 +192,24 @@ func (s *Store) Documents(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// DeleteDocument drops everything stored for doc. A document never written
+// is no error; an empty id is persist.ErrEmptyKey.
+func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	if doc == "" {
+		return persist.ErrEmptyKey
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	delete(s.docs, doc)
+	return nil
+}
+
 // Close drops everything stored. Afterwards every method, Close included,
 // returns persist.ErrClosed.
 func (s *Store) Close() error {

@@ -31,10 +31,12 @@
 // dropped by a snapshot; atomic visibility of a multi-part Write and of a
 // failed one; isolation between documents; Documents sorted; copying of
 // values in and out; persist.ErrClosed and persist.ErrEmptyKey; a cancelled
-// context; commits from 16 goroutines at once (run with -race); and a
-// property test (pgregory.net/rapid) comparing the Store to a plain map model
-// over random sequences of Writes, merged Writes, invalid Writes and, when
-// Options.Reopen is set, reopens.
+// context; commits from 16 goroutines at once (run with -race); deleting a
+// document (its neighbours untouched, a missing one no error, durable across
+// a reopen, while others commit); and a property test (pgregory.net/rapid)
+// comparing the Store to a plain map model over random sequences of Writes,
+// merged Writes, invalid Writes, deletes and, when Options.Reopen is set,
+// reopens.
 //
 // The property test runs Options.Checks random sequences (DefaultChecks if
 // zero). The usual rapid flags apply: -rapid.checks raises the count,
@@ -58,4 +60,7 @@
 //     key fails with persist.ErrEmptyKey and applies nothing.
 //   - Commit with an already cancelled context returns the context's error
 //     and applies nothing.
+//   - DeleteDocument of a document never written (or already deleted)
+//     returns nil; of an empty id, persist.ErrEmptyKey. A document written
+//     after its delete starts afresh.
 package storetest

@@ -104,6 +104,15 @@ func (sm *machine) commitInvalid(t *rapid.T) {
 	}
 }
 
+// deleteDocument deletes a document, written or not.
+func (sm *machine) deleteDocument(t *rapid.T) {
+	doc := genDoc.Draw(t, "doc")
+	if err := sm.s.DeleteDocument(context.Background(), doc); err != nil {
+		t.Fatalf("DeleteDocument(%q): %v", doc, err)
+	}
+	delete(sm.m, doc)
+}
+
 func (sm *machine) reopenStore(t *rapid.T) {
 	sm.s = sm.reopen(sm.tt, sm.s)
 	if sm.s == nil {
@@ -143,6 +152,7 @@ func (h *harness) testProperty(t *testing.T) {
 				"commit":        sm.commit,
 				"commitMerged":  sm.commitMerged,
 				"commitInvalid": sm.commitInvalid,
+				"delete":        sm.deleteDocument,
 			}
 			if sm.reopen != nil {
 				actions["reopen"] = sm.reopenStore
