@@ -91,10 +91,14 @@ type result struct {
 }
 
 // Dial starts a client of the document at url (the server's WebSocket
-// URL with ?doc=<id>). It restores any replicas saved in opts.Dir, dials
-// and waits for the server's welcome, bounded by ctx, unless
-// opts.Background is set. From then on the client keeps the connection
-// up, redialling with backoff, until Close.
+// URL with ?doc=<id>). It restores any replicas saved in opts.Dir, dials,
+// and waits, bounded by ctx, for the server's welcome and then for the
+// document (or catch-up changes) of every decision the welcome names, so
+// that those decisions are ready to edit when Dial returns. If ctx ends
+// first, Dial closes the client and returns the error. With
+// opts.Background set it returns at once and connects in the background
+// (Flush with no ids then waits for the same). From then on the client
+// keeps the connection up, redialling with backoff, until Close.
 func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
@@ -117,6 +121,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	var s *session
+	var welcomed []string
 	if !opts.Background {
 		conn, w, err := c.connect(ctx)
 		if err != nil {
@@ -124,9 +129,46 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 			return nil, err
 		}
 		s = c.begin(conn, w)
+		for _, r := range w.Records {
+			welcomed = append(welcomed, r.ID)
+		}
 	}
 	go c.run(s)
+	if len(welcomed) > 0 {
+		if err := c.waitDocs(ctx, welcomed); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("replica: waiting for the decisions' documents: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// waitDocs waits, bounded by ctx, until every listed decision's document
+// has arrived and been caught up on the current connection. A connection
+// lost meanwhile is redialled by run; the wait goes on across it.
+func (c *Client) waitDocs(ctx context.Context, ids []string) error {
+	for {
+		c.mu.Lock()
+		ready := c.sess != nil
+		for _, id := range ids {
+			if !ready {
+				break
+			}
+			ready = c.reps[id] != nil && c.sess.synced[id]
+		}
+		wait := c.changed
+		c.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return ErrClosed
+		}
+	}
 }
 
 // Close stops the client: it closes the connection, fails waiting

@@ -10,6 +10,15 @@
 // the accepted draft the refusal carries: the decision's accepted edits
 // stay, the refused and later unaccepted local changes are dropped.
 //
+// Dial returns once the server has welcomed the client and every decision
+// the welcome names has its document (or its catch-up changes) applied,
+// so those decisions are ready to edit: SetMark right after Dial works.
+// Create likewise returns once the new decisions' documents have arrived.
+// Both waits are bounded by the caller's context. With Options.Background
+// Dial returns at once, and Flush (with no ids) is the wait for the same.
+// ErrNoReplica is then what an edit of a decision whose document has not
+// arrived returns.
+//
 // Requests (Submit, Reopen, Discard, Expand, SetWhy, AppendOption,
 // AppendCriterion, Create) wait for their reply, bounded by their context,
 // and for a connection when there is none. A refusal is a
@@ -50,10 +59,15 @@
 //			render(e)
 //		}
 //	}()
+//	recs, err := c.Create(ctx, wire.Card{Key: "store", Definition: def}) // or a decision from Records()
+//	id := recs[0].ID
 //	c.SetMark(id, "q1", "opt-a", "cost", marks.Yes) // local at once, sent when it can be
 //	draft, heads, err := c.Draft(id)                 // what to display
 //	results, err := c.Submit(ctx, id)               // flush, then save the displayed revision
 //	if errors.Is(err, question.ErrStale) { ... }
+//
+// The README's "Use it" program (examples/readme) runs this against a
+// real server on a bbolt file.
 //
 // # Goroutines
 //

@@ -38,6 +38,9 @@ type fakeServer struct {
 	frames []string                 // kinds of client frames received, in order
 	// refuseEdits refuses every edit as invalid, with reset.
 	refuseEdits bool
+	// withholdJoin sends the welcome of a join but not the decisions'
+	// documents that follow it.
+	withholdJoin bool
 
 	// gate, when set, holds each edit until a value is received from it
 	// (outside mu, so the rest of the server runs on).
@@ -349,7 +352,9 @@ func (s *fakeServer) join(fc *fakeConn, h *wire.Hello, format wire.Format) {
 	fc.send(&wire.Welcome{Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: docID,
 		Member: fc.member.Login, Write: fc.member.Write, Records: recs})
 	for _, r := range recs {
-		fc.send(s.catchUp(r.ID, h.Have[r.ID]))
+		if !s.withholdJoin {
+			fc.send(s.catchUp(r.ID, h.Have[r.ID]))
+		}
 	}
 	s.conns[fc] = true
 }
