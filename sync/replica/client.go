@@ -61,6 +61,9 @@ type replica struct {
 	// held is the refusal of an edit refused without reset; the changes
 	// wait for a new local change or connection.
 	held error
+	// orphan is the rid of the edit that was in flight when a rebase
+	// replaced the document: its reply concerns the old history.
+	orphan string
 	// reset is the refusal that last reset the replica, until a Flush
 	// reports it; droppedAt is seq at that reset.
 	reset     error
@@ -435,7 +438,7 @@ func (c *Client) serve(s *session) error {
 		delete(s.pending, rid)
 	}
 	for _, rep := range c.reps {
-		rep.inflight, rep.sent, rep.held = "", nil, nil
+		rep.inflight, rep.sent, rep.held, rep.orphan = "", nil, nil, ""
 	}
 	c.notify()
 	return err
@@ -592,25 +595,32 @@ func (c *Client) handle(s *session, m wire.Message) error {
 	return nil
 }
 
-// applyDoc merges a whole accepted document into the replica, keeping
-// local changes not yet accepted.
+// applyDoc takes in a whole accepted document. Of the same history as the
+// replica, it is merged, keeping local changes not yet accepted; a
+// rebased one (see rebase.go) replaces the replica's document, and the
+// local draft values not yet accepted are made again on it.
 func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
 	if err != nil {
 		c.log.Error("cannot load a decision's document", "id", m.ID, "err", err)
 		return
 	}
-	rep := c.reps[m.ID]
-	if rep == nil {
-		rep = &replica{doc: srv}
-		c.reps[m.ID] = rep
-	} else if err := rep.doc.Merge(srv); err != nil {
-		c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
-		rep.doc = srv
+	accepted := srv.Heads()
+	if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && srv.Has(h) {
+		accepted = h
 	}
-	rep.accepted = srv.Heads()
-	if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
-		rep.accepted = h
+	rep := c.reps[m.ID]
+	switch {
+	case rep == nil:
+		c.reps[m.ID] = &replica{doc: srv, accepted: accepted}
+	case isRebased(rep, srv):
+		c.rebase(m.ID, rep, srv, accepted)
+	default:
+		if err := rep.doc.Merge(srv); err != nil {
+			c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
+			rep.doc = srv
+		}
+		rep.accepted = accepted
 	}
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
@@ -698,16 +708,23 @@ func (c *Client) applyReply(s *session, m *wire.Reply) {
 
 // editReply settles the edit in flight: accepted, its changes become the
 // accepted heads; refused with reset, the replica returns to the accepted
-// document the reply carries; refused otherwise, the changes are kept and
-// wait for the next local change or connection.
+// document the reply carries (refused as stale with a rebased document,
+// it takes that document and carries its values over instead); refused
+// otherwise, the changes are kept and wait for the next local change or
+// connection.
 func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	sent := rep.sent
-	rep.inflight, rep.sent = "", nil
+	orphan := rep.orphan == m.RID
+	rep.inflight, rep.sent, rep.orphan = "", nil, ""
 	defer func() {
 		c.saveLogged(id)
 		c.notify()
 		c.kickWriter()
 	}()
+	if orphan {
+		c.orphanReply(id, rep, m)
+		return
+	}
 	if m.OK {
 		if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
 			rep.accepted = h
@@ -718,6 +735,16 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	}
 	ref := &question.Refusal{Reason: m.Reason, Message: m.Message, Reset: m.Reset}
 	c.log.Info("edit refused", "id", id, "reason", m.Reason, "message", m.Message, "reset", m.Reset)
+	if m.Reset && m.Reason == question.Stale {
+		// An edit made against a history the server has since rebased:
+		// the reset carries the rebased document, and the local values
+		// carry over to it instead of being dropped.
+		if srv, err := crdt.Load(m.Doc, nil, crdt.Options{}); err == nil && len(m.Doc) > 0 && isRebased(rep, srv) {
+			c.rebase(id, rep, srv, srv.Heads())
+			c.emit(c.eventFor(wire.KindDoc, id, ""))
+			return
+		}
+	}
 	if m.Reset {
 		if err := c.reset(rep, m.Doc); err != nil {
 			c.log.Error("cannot reset the replica", "id", id, "err", err)
@@ -729,6 +756,39 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	e := c.eventFor(KindEditRefused, id, "")
 	e.Err = ref
 	c.emit(e)
+}
+
+// orphanReply settles the reply to an edit made against a history the
+// replica has left by a rebase since; its local values were carried over
+// to the rebased document already, so the reply drops nothing. A reset
+// carrying a document rebased again carries them over again; one of the
+// replica's current history is merged, like a question:doc.
+func (c *Client) orphanReply(id string, rep *replica, m *wire.Reply) {
+	if m.OK {
+		// The server accepted it before its rebase; the rebased document
+		// holds it already.
+		c.log.Warn("an edit of the old history was accepted after the rebase", "id", id, "rid", m.RID)
+		return
+	}
+	c.log.Info("edit of the old history refused after a rebase", "id", id, "reason", m.Reason)
+	if !m.Reset || len(m.Doc) == 0 {
+		return
+	}
+	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
+	if err != nil {
+		c.log.Error("cannot load the reset's document", "id", id, "err", err)
+		return
+	}
+	if isRebased(rep, srv) {
+		c.rebase(id, rep, srv, srv.Heads())
+		c.emit(c.eventFor(wire.KindDoc, id, ""))
+		return
+	}
+	if err := rep.doc.Merge(srv); err != nil {
+		c.log.Error("cannot merge the reset's document", "id", id, "err", err)
+		return
+	}
+	rep.accepted = srv.Heads()
 }
 
 // reset returns a replica to the accepted document: the one the refusal

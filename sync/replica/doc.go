@@ -35,6 +35,21 @@
 // So a reconnecting client holds the accepted shared draft together with
 // its own offline edits once they are accepted (L11).
 //
+// A question:doc (or the Doc of a reset reply) whose history does not
+// contain the replica's accepted heads is a rebased document: the server
+// replaced the decision's history by a new one holding the same state.
+// The replica never merges the two histories (that would duplicate the
+// draft's structure): it takes the rebased document as it is and makes
+// its own draft values not yet accepted again on it, as fresh local
+// edits (marks and choices it changed set again, its written answer
+// spliced from the accepted text to its text where that span now sits),
+// which are then sent like any local change. An edit made against the
+// old history that reaches the server after the rebase is refused as
+// stale with reset and the rebased document; the replica then carries
+// its values over the same way, instead of dropping them, and Flush
+// reports no reset. Values of an earlier generation, or that the new
+// definition has no place for, do not carry.
+//
 // Definitions only grow: a record or definition that arrives with fewer
 // options or criteria for any question than the client holds (an older
 // one) never replaces the held definition (C5).
