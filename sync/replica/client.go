@@ -64,6 +64,8 @@ type replica struct {
 	// orphan is the rid of the edit that was in flight when a rebase
 	// replaced the document: its reply concerns the old history.
 	orphan string
+	// file is what Options.Dir holds of the replica.
+	file fileState
 	// reset is the refusal that last reset the replica, until a Flush
 	// reports it; droppedAt is seq at that reset.
 	reset     error
@@ -638,9 +640,17 @@ func (c *Client) applyChanges(s *session, m *wire.Changes) error {
 		c.log.Warn("changes for a decision without a replica", "id", m.ID)
 		return errResync
 	}
-	if _, err := rep.doc.ApplyChanges(m.Changes); err != nil {
+	var before crdt.Heads
+	if c.opts.Dir != "" {
+		before = rep.doc.Heads()
+	}
+	fresh, err := rep.doc.ApplyChanges(m.Changes)
+	if err != nil {
 		c.log.Warn("accepted changes do not apply", "id", m.ID, "err", err)
 		return fmt.Errorf("%w: %v", errResync, err)
+	}
+	if len(fresh) > 0 && before != nil && before.Equal(rep.file.saved) {
+		rep.file.batch = m.Changes // the log line needs nothing else
 	}
 	if h, err := parseWireHeads(m.Heads); err == nil && rep.doc.Has(h) {
 		rep.accepted = h
@@ -810,5 +820,6 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 		}
 	}
 	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
+	rep.file.saved = nil // the log holds the dropped changes: a snapshot next
 	return nil
 }

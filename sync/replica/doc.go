@@ -55,10 +55,14 @@
 // one) never replaces the held definition (C5).
 //
 // With Options.Dir set, each decision's replica, its accepted revision
-// and its record are saved to a file after every local change and every
-// applied frame (written to a temporary file, then renamed). A client
-// started again on the same Dir restores its drafts and unsent edits,
-// works offline with Options.Background, and pushes them on connecting.
+// and its record are saved after every local change and every applied
+// frame: a line appended (and synced) to the decision's change log holds
+// what changed, so a save costs the change, not the document's history;
+// once the log has grown as large as the last snapshot, a new snapshot
+// (written to a temporary file, then renamed) replaces both. A client
+// started again on the same Dir restores its drafts and unsent edits
+// (up to the last whole line of a log a crash cut short), works offline
+// with Options.Background, and pushes them on connecting.
 //
 // # Usage
 //

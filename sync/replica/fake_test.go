@@ -27,7 +27,7 @@ import (
 // real question.Authority on an in-memory store. Its knobs let a test take
 // it down, hold or refuse edits, and inject frames.
 type fakeServer struct {
-	t  *testing.T
+	t  testing.TB
 	wg sync.WaitGroup
 
 	mu     sync.Mutex
@@ -71,7 +71,7 @@ const docID = "plan"
 // decision ids the fake mints, in order.
 var fakeIDs = []string{"dec1", "dec2", "dec3", "o-new1", "o-new2", "c-new1", "c-new2", "c-new3", "x1", "x2", "x3", "x4"}
 
-func newFakeServer(t *testing.T) *fakeServer {
+func newFakeServer(t testing.TB) *fakeServer {
 	t.Helper()
 	var mintMu sync.Mutex
 	ids := slices.Clone(fakeIDs)

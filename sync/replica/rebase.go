@@ -34,6 +34,7 @@ func isRebased(rep *replica, srv *crdt.Doc) bool {
 func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.Heads) {
 	old, base := rep.doc, rep.accepted
 	rep.doc, rep.accepted, rep.held = srv, accepted, nil
+	rep.file.saved = nil // the log holds the old history: a snapshot next
 	if rep.inflight != "" {
 		rep.orphan = rep.inflight
 	}

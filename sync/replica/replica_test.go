@@ -38,14 +38,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // connect dials the fake over loopback as login.
-func connect(t *testing.T, s *fakeServer, login string, opts replica.Options) *replica.Client {
+func connect(t testing.TB, s *fakeServer, login string, opts replica.Options) *replica.Client {
 	t.Helper()
 	if opts.Header == nil {
 		opts.Header = http.Header{}
@@ -508,8 +508,8 @@ func TestDirPersistence(t *testing.T) {
 		t.Fatalf("edit after close: %v", err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(files) != 1 {
-		t.Fatalf("dir holds %v, want one replica file", files)
+	if len(files) != 2 || !strings.HasSuffix(files[0], ".1.log") || !strings.HasSuffix(files[1], ".json") {
+		t.Fatalf("dir holds %v, want one replica's snapshot and log", files)
 	}
 
 	// Without Background, Dial fails while the server is down.
