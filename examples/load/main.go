@@ -94,6 +94,8 @@ type child struct {
 	// reconnects counts the redials of its clients that the server had
 	// dropped (as slow consumers, mostly).
 	reconnects atomic.Int64
+	// frames and bytes count what its clients received.
+	frames, bytes atomic.Int64
 }
 
 func startChild(dir string) (*child, error) {
@@ -310,6 +312,8 @@ func (cl *client) read() {
 		}
 		now := time.Now()
 		cl.bytes.Add(int64(len(data)))
+		cl.srv.frames.Add(1)
+		cl.srv.bytes.Add(int64(len(data)))
 		m, err := wire.DecodeServerFrame(data, wire.Binary)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "decode:", err)
@@ -524,6 +528,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 	// (every result automerge returns) is freed by finalizers; the Go heap
 	// is too small for the collector to run often on its own, so hundreds
 	// of replicas would pile up gigabytes of garbage between collections.
+	var traced atomic.Pointer[child] // the server whose clients memtrace counts
 	gcCtx, stopGC := context.WithCancel(context.Background())
 	gcDone := make(chan struct{})
 	go func() {
@@ -539,7 +544,12 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 				if os.Getenv("LOAD_MEMTRACE") != "" {
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
-					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d goroutines %d\n", statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, runtime.NumGoroutine())
+					var frames, bytes int64
+					if c := traced.Load(); c != nil {
+						frames, bytes = c.frames.Load(), c.bytes.Load()
+					}
+					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d goroutines %d frames received %d (%.1f MB)\n",
+						statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
 				}
 			}
 		}
@@ -553,6 +563,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		return err
 	}
 	defer srv.stop(syscall.SIGTERM)
+	traced.Store(srv)
 	if _, err := setup(srv); err != nil {
 		return err
 	}
