@@ -110,8 +110,26 @@ func BenchmarkReceiveChange(b *testing.B) {
 	}
 }
 
+// BenchmarkReceiveChangeAmongDecisions is BenchmarkReceiveChange on a
+// document that holds other decisions too: a frame for one decision
+// should cost nothing for the others.
+func BenchmarkReceiveChangeAmongDecisions(b *testing.B) {
+	for _, others := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			benchmarkReceiveAmong(b, 100, false, others)
+		})
+	}
+}
+
 func benchmarkReceive(b *testing.B, history int, dir bool) {
+	benchmarkReceiveAmong(b, history, dir, 0)
+}
+
+func benchmarkReceiveAmong(b *testing.B, history int, dir bool, others int) {
 	s := newFakeServer(b)
+	for i := range others {
+		s.create(fmt.Sprintf("other-%d", i))
+	}
 	id := s.create("k1")
 	w := writer(b, s, id)
 	for i := range history {

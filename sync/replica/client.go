@@ -39,6 +39,7 @@ type Client struct {
 	mu       sync.Mutex
 	closed   bool
 	reps     map[string]*replica
+	toPush   map[string]bool // decisions whose local changes may be pushable
 	records  map[string]*question.Record
 	order    []string // record ids, the server's order first
 	sess     *session // nil while disconnected
@@ -117,6 +118,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		kick:    make(chan struct{}, 1),
 		events:  make(chan Event, opts.EventBuffer),
 		reps:    map[string]*replica{},
+		toPush:  map[string]bool{},
 		records: map[string]*question.Record{},
 		changed: make(chan struct{}),
 	}
@@ -217,6 +219,15 @@ func (c *Client) newRID() string { return strconv.FormatUint(c.rid.Add(1), 36) }
 func (c *Client) notify() {
 	close(c.changed)
 	c.changed = make(chan struct{})
+}
+
+// push marks a decision for the writer to look at (it may have local
+// changes to send) and wakes the writer. Only marked decisions are looked
+// at, so a frame for one decision costs nothing for the others. The
+// caller holds c.mu.
+func (c *Client) push(id string) {
+	c.toPush[id] = true
+	c.kickWriter()
 }
 
 // kickWriter asks the writer to push local changes.
@@ -506,20 +517,29 @@ func (c *Client) writeLoop(s *session) {
 	}
 }
 
-// pushEdits sends, for every caught-up decision with local changes and no
-// edit in flight, one edit carrying every change since the accepted
-// heads. Later changes wait for that edit's reply, then go in the next.
+// pushEdits sends, for every marked (see push) caught-up decision with
+// local changes and no edit in flight, one edit carrying every change
+// since the accepted heads. Later changes wait for that edit's reply,
+// which marks the decision again. A decision that cannot be pushed yet
+// (not caught up, an edit in flight, changes held) stays marked.
 func (c *Client) pushEdits(s *session) error {
 	var frames [][]byte
 	c.mu.Lock()
-	for id, rep := range c.reps {
+	for id := range c.toPush {
+		rep := c.reps[id]
+		if rep == nil {
+			delete(c.toPush, id)
+			continue
+		}
 		if !s.synced[id] || rep.inflight != "" || rep.held != nil {
 			continue
 		}
 		heads := rep.doc.Heads()
 		if heads.Equal(rep.accepted) {
+			delete(c.toPush, id)
 			continue
 		}
+		delete(c.toPush, id)
 		changes, err := rep.doc.ChangesSince(rep.accepted)
 		if err != nil {
 			c.log.Error("cannot encode local changes; sending the whole history", "id", id, "err", err)
@@ -627,7 +647,7 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
 	c.notify()
-	c.kickWriter()
+	c.push(m.ID)
 	c.emit(c.eventFor(wire.KindDoc, m.ID, ""))
 }
 
@@ -655,10 +675,13 @@ func (c *Client) applyChanges(s *session, m *wire.Changes) error {
 	if h, err := parseWireHeads(m.Heads); err == nil && rep.doc.Has(h) {
 		rep.accepted = h
 	}
+	first := !s.synced[m.ID]
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
 	c.notify()
-	c.kickWriter()
+	if first || c.toPush[m.ID] || !rep.doc.Heads().Equal(rep.accepted) {
+		c.push(m.ID) // local changes wait to go
+	}
 	c.emit(c.eventFor(wire.KindChanges, m.ID, m.By))
 	return nil
 }
@@ -729,7 +752,7 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	defer func() {
 		c.saveLogged(id)
 		c.notify()
-		c.kickWriter()
+		c.push(id)
 	}()
 	if orphan {
 		c.orphanReply(id, rep, m)
