@@ -627,3 +627,19 @@ func (s *fakeServer) rebasedEdit(fc *fakeConn, doc *crdt.Doc, m *wire.Edit) {
 	fc.send(&wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: wireHeads(doc.Heads())})
 	s.broadcast(fc, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: m.Changes, Heads: wireHeads(doc.Heads()), By: fc.member.Login})
 }
+
+// forward decides a peer's edit on the authority, as if by login over
+// another connection, and forwards the accepted changes to every
+// connection.
+func (s *fakeServer) forward(id, login string, changes []byte) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.auth.Edit(context.Background(), question.Member{Login: login, Write: true}, id, changes)
+	if err != nil {
+		s.t.Fatalf("forward: %v", err)
+	}
+	if len(res.Changes) > 0 {
+		s.broadcast(nil, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: res.Changes, Heads: wireHeads(res.Heads), By: login})
+	}
+}

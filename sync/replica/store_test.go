@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
+	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -268,6 +272,66 @@ func FuzzRestoreLog(f *testing.F) {
 		ga, gu, _ := again.Accepted(id)
 		if err != nil || !got.Equal(want) || !gh.Equal(wh) || !ga.Equal(wa) || gu != wu {
 			t.Fatalf("restored again: %+v at %v (accepted %v %v, %v), want %+v at %v (accepted %v %v)", got, gh, ga, gu, err, want, wh, wa, wu)
+		}
+	})
+}
+
+// TestDirLogProperty: for random sequences of local edits, syncs and
+// changes forwarded from another writer, the files in Dir at any quiet
+// moment (here: the client offline) restore exactly the replica the
+// client holds, across snapshots and log lines alike.
+func TestDirLogProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := newFakeServer(t)
+		id := s.create("k1")
+		dir := t.TempDir()
+		ana := connect(t, s, "ana", replica.Options{Dir: dir})
+		defer ana.Close()
+		w := writer(t, s, id)
+		offline := func() {
+			s.setDown("ana", true)
+			s.drop("ana")
+			eventually(t, "ana offline", func() bool { return !ana.Connected() })
+		}
+		online := func() {
+			s.setDown("ana", false)
+			flush(t, ana, id)
+		}
+		offline()
+		n := 0
+		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
+			switch rapid.SampledFrom([]string{"mark", "text", "sync", "forward"}).Draw(rt, fmt.Sprint("op ", step)) {
+			case "mark":
+				o := rapid.SampledFrom([]string{"bolt", "pg"}).Draw(rt, "option")
+				c := rapid.SampledFrom([]string{"cost", "ops"}).Draw(rt, "criterion")
+				must(t, ana.SetMark(id, "pick", o, c, rapid.SampledFrom(marks.All[:]).Draw(rt, "mark")))
+			case "text":
+				must(t, ana.SetText(id, "note", rapid.StringMatching(`[a-z ]{0,12}`).Draw(rt, "text")))
+			case "sync":
+				online()
+				offline()
+			case "forward":
+				online()
+				// the writer first takes in what ana's edits made the server hold
+				s.mu.Lock()
+				saved, _ := s.auth.Save(id)
+				s.mu.Unlock()
+				srv, err := crdt.Load(saved, nil, crdt.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				must(t, w.Merge(srv))
+				before := w.Heads()
+				markN(t, w, n)
+				n++
+				ch, _ := w.ChangesSince(before)
+				s.forward(id, "ben", ch)
+				eventually(t, "the forwarded change", func() bool { _, h, _ := ana.Draft(id); return h.Equal(s.heads(id)) })
+				offline()
+			}
+			back := restored(t, s, copyDir(t, dir))
+			sameReplica(t, back, ana, id, fmt.Sprint("after step ", step))
+			back.Close()
 		}
 	})
 }
