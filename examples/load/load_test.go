@@ -117,3 +117,53 @@ func TestClientsReconnectAfterDrop(t *testing.T) {
 		t.Fatalf("%d clients reconnected with %d redials (%d counted by the server child), want all 3", clients, redials, c.reconnects.Load())
 	}
 }
+
+// TestSlowConsumerReconnects: a client that stops reading while others
+// write is dropped by the server as a slow consumer (its outbox fills),
+// reconnects when it reads again, and catches up; the writer never
+// notices.
+func TestSlowConsumerReconnects(t *testing.T) {
+	srv, err := server.New(server.Options{
+		Store:  memstore.New(),
+		Outbox: 4,
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c := &child{addr: strings.TrimPrefix(hs.URL, "http://")}
+	if _, err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connectAll(c, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(cs)
+	w, slow := cs[0], cs[1]
+	slow.mu.Lock() // its reader blocks before applying the next frame
+	const writes = 200
+	for i := range writes {
+		if _, err := w.mark(i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.reply(20 * time.Second); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	slow.mu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for slow.heads() != w.heads() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client never caught up: %s / %s", slow.heads(), w.heads())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if slow.redials.Load() == 0 || w.redials.Load() != 0 {
+		t.Fatalf("redials: slow %d, writer %d; want the slow client's only", slow.redials.Load(), w.redials.Load())
+	}
+}
