@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,9 +126,11 @@ func TestClientsReconnectAfterDrop(t *testing.T) {
 // reconnects when it reads again, and catches up; the writer never
 // notices.
 func TestSlowConsumerReconnects(t *testing.T) {
+	var dropped atomic.Bool
 	srv, err := server.New(server.Options{
 		Store:  memstore.New(),
 		Outbox: 4,
+		Logger: slog.New(dropWatch{&dropped}),
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
 		},
@@ -146,8 +151,12 @@ func TestSlowConsumerReconnects(t *testing.T) {
 	defer closeAll(cs)
 	w, slow := cs[0], cs[1]
 	slow.mu.Lock() // its reader blocks before applying the next frame
-	const writes = 200
-	for i := range writes {
+	// Write until the socket's buffers and the outbox are full and the
+	// server drops the slow client.
+	for i := 0; !dropped.Load(); i++ {
+		if i == 20000 {
+			t.Fatal("the server never dropped the client that stopped reading")
+		}
 		if _, err := w.mark(i); err != nil {
 			t.Fatal(err)
 		}
@@ -167,3 +176,16 @@ func TestSlowConsumerReconnects(t *testing.T) {
 		t.Fatalf("redials: slow %d, writer %d; want the slow client's only", slow.redials.Load(), w.redials.Load())
 	}
 }
+
+// dropWatch is a slog handler that notes the server's slow-consumer drop.
+type dropWatch struct{ dropped *atomic.Bool }
+
+func (h dropWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (h dropWatch) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "slow") {
+		h.dropped.Store(true)
+	}
+	return nil
+}
+func (h dropWatch) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h dropWatch) WithGroup(string) slog.Handler      { return h }
