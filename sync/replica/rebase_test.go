@@ -158,7 +158,8 @@ func TestStaleEditAfterRebase(t *testing.T) {
 func TestRebaseKeepsAcceptedState(t *testing.T) {
 	s := newFakeServer(t)
 	id := s.create("k1")
-	ana := connect(t, s, "ana", replica.Options{Dir: t.TempDir()})
+	dir := t.TempDir()
+	ana := connect(t, s, "ana", replica.Options{Dir: dir})
 	must(t, ana.SetMark(id, "pick", "pg", "ops", marks.No))
 	must(t, ana.SetText(id, "note", "kept"))
 	flush(t, ana, id)
@@ -176,5 +177,12 @@ func TestRebaseKeepsAcceptedState(t *testing.T) {
 	flush(t, ana, id)
 	if n := s.countFrames(wire.KindEdit); n != edits {
 		t.Fatalf("%d edits sent after a rebase with nothing to carry", n-edits)
+	}
+	// Dir holds the rebased document alone: the old history's log lines
+	// gave way to a snapshot.
+	back := restored(t, s, copyDir(t, dir))
+	sameReplica(t, back, ana, id, "after the rebase")
+	if _, h, _ := back.Draft(id); !h.Equal(doc.Heads()) {
+		t.Fatalf("restored heads %v, want the rebased document's %v", h, doc.Heads())
 	}
 }
