@@ -7,7 +7,9 @@
 //
 // The workload: one document with one choice decision of 10 options × 5
 // criteria; for latency one writer sets a mark every 20 ms; for throughput
-// every client writes at once.
+// every client writes at once, each writer count on a document of its
+// own. A client the server drops (a slow consumer whose outbox filled)
+// reconnects as the page does, and the runs report how many did.
 //
 //	go run ./load                      # the default runs
 //	go run ./load -clients 2,16 -writes 512
@@ -17,10 +19,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -85,6 +89,13 @@ type child struct {
 	cmd  *exec.Cmd
 	addr string
 	dir  string
+	// doc is the document clients dialled from now on join.
+	doc string
+	// reconnects counts the redials of its clients that the server had
+	// dropped (as slow consumers, mostly).
+	reconnects atomic.Int64
+	// frames and bytes count what its clients received.
+	frames, bytes atomic.Int64
 }
 
 func startChild(dir string) (*child, error) {
@@ -116,18 +127,33 @@ func startChild(dir string) (*child, error) {
 	return nil, fmt.Errorf("server did not start on %s", addr)
 }
 
+// url is where member joins the child's current document (plan-1 unless
+// a run set doc).
 func (c *child) url(member string) string {
-	return "ws://" + c.addr + "/sync?doc=plan-1&member=" + member
+	doc := c.doc
+	if doc == "" {
+		doc = "plan-1"
+	}
+	return "ws://" + c.addr + "/sync?doc=" + doc + "&member=" + member
+}
+
+// peakMB reads this process's peak resident memory (its clients').
+func peakMB() float64 {
+	return statusMB("/proc/self/status", "VmHWM:")
 }
 
 // rssMB reads the child's resident memory.
 func (c *child) rssMB() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	return statusMB(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid), "VmRSS:")
+}
+
+func statusMB(path, field string) float64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
@@ -142,19 +168,33 @@ func (c *child) stop(sig syscall.Signal) {
 }
 
 // client is a minimal protocol client holding one decision's replica.
+// When the server drops it (a slow consumer's outbox filled), it redials
+// with backoff, as the page does: its hello names the server heads it
+// holds, and the edit whose reply it was waiting for is sent again.
 type client struct {
-	name     string
-	ws       *websocket.Conn
-	mu       sync.Mutex
-	doc      *crdt.Doc
-	id       string
-	replies  chan *wire.Reply
-	seen     func(c *client, heads string, at time.Time)
-	bytes    atomic.Int64
-	applied  atomic.Int64
-	ready    chan struct{}
-	readyOne sync.Once
-	done     chan struct{}
+	name    string
+	srv     *child
+	url     string     // where it dialled, and redials
+	mu      sync.Mutex // guards ws, doc, id, known, pending and writes
+	ws      *websocket.Conn
+	doc     *crdt.Doc
+	id      string
+	known   []string   // heads of the server's last doc or changes frame, all applied
+	pending *wire.Edit // the edit awaiting its reply
+	replies chan *wire.Reply
+	seen    func(c *client, heads string, at time.Time)
+	bytes   atomic.Int64
+	applied atomic.Int64
+	redials atomic.Int64
+	// wait is the backoff before the next redial; it grows while
+	// connections keep failing early and is reset by one that lasted.
+	wait      time.Duration
+	connected time.Time
+	closing   bool          // set by close, under mu
+	noRedial  atomic.Bool   // a lost connection ends the client
+	ready     chan struct{} // closed when the first document or changes arrived
+	readyOne  sync.Once
+	done      chan struct{}
 }
 
 func dialClient(c *child, name string, have map[string][]string, seen func(*client, string, time.Time)) (*client, error) {
@@ -165,11 +205,15 @@ func dialClient(c *child, name string, have map[string][]string, seen func(*clie
 // decision id), as a client returning after a disconnect does.
 func dialWith(c *child, name string, have map[string][]string, doc *crdt.Doc, id string, seen func(*client, string, time.Time)) (*client, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16384, WriteBufferSize: 16384}
-	ws, _, err := d.Dial(c.url(name), nil)
+	url := c.url(name)
+	ws, _, err := d.Dial(url, nil)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{name: name, ws: ws, replies: make(chan *wire.Reply, 16), seen: seen, ready: make(chan struct{}), done: make(chan struct{}), doc: doc, id: id}
+	cl := &client{name: name, srv: c, url: url, ws: ws, replies: make(chan *wire.Reply, 16), seen: seen, ready: make(chan struct{}), done: make(chan struct{}), doc: doc, id: id}
+	if h, ok := have[id]; ok && doc != nil {
+		cl.known = h
+	}
 	go cl.read()
 	if err := cl.send(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version, Have: have}); err != nil {
 		return nil, err
@@ -177,6 +221,9 @@ func dialWith(c *child, name string, have map[string][]string, doc *crdt.Doc, id
 	return cl, nil
 }
 
+// send writes a frame. A failed write closes the connection, so that the
+// reader notices the loss and redials; the edit awaiting a reply is sent
+// again then.
 func (cl *client) send(m wire.Message) error {
 	b, err := wire.Encode(m, wire.Binary)
 	if err != nil {
@@ -184,18 +231,89 @@ func (cl *client) send(m wire.Message) error {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return cl.ws.WriteMessage(websocket.BinaryMessage, b)
+	if err := cl.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		cl.ws.Close()
+		if cl.noRedial.Load() {
+			return err
+		}
+	}
+	return nil
+}
+
+// redial replaces a lost connection, with jittered exponential backoff
+// (50 ms doubling to 2 s) for up to a minute: a connection that fails
+// within seconds of its dial counts as a failed attempt, so that a server
+// dropping clients is not met by a storm of redials. It reports whether
+// the client is connected again.
+func (cl *client) redial() bool {
+	start := time.Now()
+	if cl.wait == 0 || time.Since(cl.connected) > 5*time.Second {
+		cl.wait = 50 * time.Millisecond
+	}
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 || cl.redials.Load() > 0 {
+			time.Sleep(cl.wait/2 + time.Duration(rand.Int64N(int64(cl.wait/2)+1)))
+			cl.wait = min(2*cl.wait, 2*time.Second)
+		}
+		cl.mu.Lock()
+		closing := cl.closing
+		cl.mu.Unlock()
+		if closing {
+			return false
+		}
+		if time.Since(start) > time.Minute {
+			fmt.Fprintf(os.Stderr, "%s: could not reconnect in a minute: %v\n", cl.name, last)
+			return false
+		}
+		d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16384, WriteBufferSize: 16384}
+		ws, _, err := d.Dial(cl.url, nil)
+		if err != nil {
+			last = err
+			continue
+		}
+		cl.mu.Lock()
+		if cl.closing {
+			cl.mu.Unlock()
+			ws.Close()
+			return false
+		}
+		cl.ws = ws
+		var have map[string][]string
+		if cl.id != "" && cl.known != nil {
+			have = map[string][]string{cl.id: cl.known}
+		}
+		pending := cl.pending
+		cl.mu.Unlock()
+		cl.send(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version, Have: have})
+		if pending != nil {
+			cl.send(pending)
+		}
+		cl.connected = time.Now()
+		cl.redials.Add(1)
+		cl.srv.reconnects.Add(1)
+		return true
+	}
 }
 
 func (cl *client) read() {
 	defer close(cl.done)
 	for {
-		_, data, err := cl.ws.ReadMessage()
+		cl.mu.Lock()
+		ws := cl.ws
+		cl.mu.Unlock()
+		_, data, err := ws.ReadMessage()
 		if err != nil {
-			return
+			ws.Close()
+			if cl.noRedial.Load() || !cl.redial() {
+				return
+			}
+			continue
 		}
 		now := time.Now()
 		cl.bytes.Add(int64(len(data)))
+		cl.srv.frames.Add(1)
+		cl.srv.bytes.Add(int64(len(data)))
 		m, err := wire.DecodeServerFrame(data, wire.Binary)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "decode:", err)
@@ -205,6 +323,11 @@ func (cl *client) read() {
 		case *wire.Error:
 			fmt.Fprintf(os.Stderr, "%s: server error %s: %s\n", cl.name, f.Reason, f.Message)
 		case *wire.Reply:
+			cl.mu.Lock()
+			if cl.pending != nil && cl.pending.RID == f.RID {
+				cl.pending = nil
+			}
+			cl.mu.Unlock()
 			cl.replies <- f
 		case *wire.Doc:
 			d, err := crdt.Load(f.Doc, nil, crdt.Options{})
@@ -217,6 +340,7 @@ func (cl *client) read() {
 				d.Merge(cl.doc)
 			}
 			cl.doc, cl.id = d, f.ID
+			cl.noteKnown(f.Heads)
 			cl.mu.Unlock()
 			cl.readyOne.Do(func() { close(cl.ready) })
 		case *wire.Changes:
@@ -226,6 +350,9 @@ func (cl *client) read() {
 				continue
 			}
 			_, err := cl.doc.ApplyChanges(f.Changes)
+			if err == nil {
+				cl.noteKnown(f.Heads)
+			}
 			cl.mu.Unlock()
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "apply:", err)
@@ -237,6 +364,14 @@ func (cl *client) read() {
 			}
 			cl.readyOne.Do(func() { close(cl.ready) })
 		}
+	}
+}
+
+// noteKnown records heads the server sent as heads the replica holds, for
+// the hello of a redial. The caller holds cl.mu.
+func (cl *client) noteKnown(heads []string) {
+	if h, err := crdt.ParseHeads(strings.Join(heads, ",")); err == nil && len(h) > 0 && cl.doc.Has(h) {
+		cl.known = heads
 	}
 }
 
@@ -258,12 +393,16 @@ func (cl *client) mark(i int) (string, error) {
 		ch, err = cl.doc.ChangesSince(before)
 		after = cl.doc.Heads()
 	}
+	var e *wire.Edit
+	if err == nil {
+		e = &wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: after.String()[:16]}, ID: cl.id, Changes: ch}
+		cl.pending = e
+	}
 	cl.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
-	key := after.String()
-	return key, cl.send(&wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: key[:16]}, ID: cl.id, Changes: ch})
+	return after.String(), cl.send(e)
 }
 
 func (cl *client) reply(timeout time.Duration) (*wire.Reply, error) {
@@ -289,7 +428,13 @@ func (cl *client) heads() string {
 	return cl.doc.Heads().String()
 }
 
-func (cl *client) close() { cl.ws.Close(); <-cl.done }
+func (cl *client) close() {
+	cl.mu.Lock()
+	cl.closing = true
+	cl.ws.Close()
+	cl.mu.Unlock()
+	<-cl.done
+}
 
 // setup creates the decision on a fresh server.
 func setup(c *child) (string, error) {
@@ -334,6 +479,27 @@ func connectAll(c *child, n int, seen func(*client, string, time.Time)) ([]*clie
 	return out, nil
 }
 
+// redialled returns how many of cs reconnected after a drop, and how
+// many redials they made in all.
+func redialled(cs []*client) (clients, redials int64) {
+	for _, c := range cs {
+		if n := c.redials.Load(); n > 0 {
+			clients++
+			redials += n
+		}
+	}
+	return clients, redials
+}
+
+// release runs the collector twice after closing a run's clients: their
+// replicas' automerge memory is C memory freed by finalizers, which a
+// small Go heap would otherwise leave for a long time (hundreds of
+// replicas are gigabytes).
+func release() {
+	runtime.GC()
+	runtime.GC()
+}
+
 func closeAll(cs []*client) {
 	for _, c := range cs {
 		c.close()
@@ -358,6 +524,37 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		return err
 	}
 	defer os.RemoveAll(root)
+	// The clients' replicas are automerge documents whose C memory
+	// (every result automerge returns) is freed by finalizers; the Go heap
+	// is too small for the collector to run often on its own, so hundreds
+	// of replicas would pile up gigabytes of garbage between collections.
+	var traced atomic.Pointer[child] // the server whose clients memtrace counts
+	gcCtx, stopGC := context.WithCancel(context.Background())
+	gcDone := make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-gcCtx.Done():
+				return
+			case <-t.C:
+				runtime.GC()
+				if os.Getenv("LOAD_MEMTRACE") != "" {
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					var frames, bytes int64
+					if c := traced.Load(); c != nil {
+						frames, bytes = c.frames.Load(), c.bytes.Load()
+					}
+					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d goroutines %d frames received %d (%.1f MB)\n",
+						statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
+				}
+			}
+		}
+	}()
+	defer func() { stopGC(); <-gcDone }()
 	fmt.Println("| figure | result |")
 	fmt.Println("|---|---|")
 
@@ -366,6 +563,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		return err
 	}
 	defer srv.stop(syscall.SIGTERM)
+	traced.Store(srv)
 	if _, err := setup(srv); err != nil {
 		return err
 	}
@@ -418,19 +616,27 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			lat = append(lat, last[key].Sub(t0))
 		}
 		mu.Unlock()
-		fmt.Printf("| fan-out, %d clients: p50 / p99 / max | %s / %s / %s (%d writes, %d not seen by all) |\n",
-			n, ms(pct(lat, .5)), ms(pct(lat, .99)), ms(pct(lat, 1)), len(sent), incomplete)
+		rc, rd := redialled(cs)
+		fmt.Printf("| fan-out, %d clients: p50 / p99 / max | %s / %s / %s (%d writes, %d not seen by all; %d clients dropped and reconnected, %d redials) |\n",
+			n, ms(pct(lat, .5)), ms(pct(lat, .99)), ms(pct(lat, 1)), len(sent), incomplete, rc, rd)
 		if n == clientCounts[len(clientCounts)-1] {
 			fmt.Printf("| server memory with %d connections | %.1f MB (%.1f MB before; %.1f KB per connection) |\n",
 				n, srv.rssMB(), base, (srv.rssMB()-base)*1024/float64(n))
 		}
 		closeAll(cs)
+		release()
 	}
 	time.Sleep(200 * time.Millisecond)
 	fmt.Printf("| server memory after the fan-out runs | %.1f MB |\n", srv.rssMB())
 
-	// Throughput: every writer at once until all converge.
+	// Throughput: every writer at once until all converge, each writer
+	// count on a document of its own, so that its replicas hold only its
+	// own history.
 	for _, n := range writerCounts {
+		srv.doc = fmt.Sprintf("writers-%d", n)
+		if _, err := setup(srv); err != nil {
+			return err
+		}
 		cs, err := connectAll(srv, n, nil)
 		if err != nil {
 			return err
@@ -483,9 +689,13 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		if !converged {
 			status = "DID NOT CONVERGE"
 		}
-		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s) |\n", n, per*n, float64(per*n)/el.Seconds(), status, ms(el))
+		rc, rd := redialled(cs)
+		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s; %d writers dropped and reconnected, %d redials; clients' peak memory %.0f MB) |\n",
+			n, per*n, float64(per*n)/el.Seconds(), status, ms(el), rc, rd, peakMB())
 		closeAll(cs)
+		release()
 	}
+	srv.doc = ""
 
 	// Catch-up after missed writes.
 	{
@@ -532,7 +742,8 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			if err != nil {
 				return err
 			}
-			cl := &client{name: "extra", ws: ws, replies: make(chan *wire.Reply, 16), ready: make(chan struct{}), done: make(chan struct{})}
+			cl := &client{name: "extra", srv: srv, ws: ws, replies: make(chan *wire.Reply, 16), ready: make(chan struct{}), done: make(chan struct{})}
+			cl.noRedial.Store(true) // its url is not plan-1's
 			go cl.read()
 			cl.send(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version})
 			cl.send(&wire.Create{Header: wire.Header{Kind: wire.KindCreate, RID: "c"}, Cards: []wire.Card{{Key: "k", Definition: question.Definition{Questions: []question.Question{{Text: "Q?", Options: []question.Option{{ID: "a", Label: "A"}}}}}}}})
@@ -559,6 +770,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		if err != nil {
 			return err
 		}
+		cs[0].noRedial.Store(true) // the kill ends it
 		var acked []string
 		killAt := killWrites
 		for i := 0; ; i++ {
@@ -602,5 +814,3 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 	}
 	return nil
 }
-
-var _ = context.Background

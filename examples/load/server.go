@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -27,7 +28,8 @@ func runServer(addr, dir string) error {
 	}
 	defer store.Close()
 	srv, err := server.New(server.Options{
-		Store: store,
+		Store:  store,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
 		},

@@ -39,6 +39,7 @@ type Client struct {
 	mu       sync.Mutex
 	closed   bool
 	reps     map[string]*replica
+	toPush   map[string]bool // decisions whose local changes may be pushable
 	records  map[string]*question.Record
 	order    []string // record ids, the server's order first
 	sess     *session // nil while disconnected
@@ -61,6 +62,11 @@ type replica struct {
 	// held is the refusal of an edit refused without reset; the changes
 	// wait for a new local change or connection.
 	held error
+	// orphan is the rid of the edit that was in flight when a rebase
+	// replaced the document: its reply concerns the old history.
+	orphan string
+	// file is what Options.Dir holds of the replica.
+	file fileState
 	// reset is the refusal that last reset the replica, until a Flush
 	// reports it; droppedAt is seq at that reset.
 	reset     error
@@ -91,10 +97,14 @@ type result struct {
 }
 
 // Dial starts a client of the document at url (the server's WebSocket
-// URL with ?doc=<id>). It restores any replicas saved in opts.Dir, dials
-// and waits for the server's welcome, bounded by ctx, unless
-// opts.Background is set. From then on the client keeps the connection
-// up, redialling with backoff, until Close.
+// URL with ?doc=<id>). It restores any replicas saved in opts.Dir, dials,
+// and waits, bounded by ctx, for the server's welcome and then for the
+// document (or catch-up changes) of every decision the welcome names, so
+// that those decisions are ready to edit when Dial returns. If ctx ends
+// first, Dial closes the client and returns the error. With
+// opts.Background set it returns at once and connects in the background
+// (Flush with no ids then waits for the same). From then on the client
+// keeps the connection up, redialling with backoff, until Close.
 func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
@@ -108,6 +118,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		kick:    make(chan struct{}, 1),
 		events:  make(chan Event, opts.EventBuffer),
 		reps:    map[string]*replica{},
+		toPush:  map[string]bool{},
 		records: map[string]*question.Record{},
 		changed: make(chan struct{}),
 	}
@@ -117,6 +128,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	var s *session
+	var welcomed []string
 	if !opts.Background {
 		conn, w, err := c.connect(ctx)
 		if err != nil {
@@ -124,9 +136,46 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 			return nil, err
 		}
 		s = c.begin(conn, w)
+		for _, r := range w.Records {
+			welcomed = append(welcomed, r.ID)
+		}
 	}
 	go c.run(s)
+	if len(welcomed) > 0 {
+		if err := c.waitDocs(ctx, welcomed); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("replica: waiting for the decisions' documents: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// waitDocs waits, bounded by ctx, until every listed decision's document
+// has arrived and been caught up on the current connection. A connection
+// lost meanwhile is redialled by run; the wait goes on across it.
+func (c *Client) waitDocs(ctx context.Context, ids []string) error {
+	for {
+		c.mu.Lock()
+		ready := c.sess != nil
+		for _, id := range ids {
+			if !ready {
+				break
+			}
+			ready = c.reps[id] != nil && c.sess.synced[id]
+		}
+		wait := c.changed
+		c.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return ErrClosed
+		}
+	}
 }
 
 // Close stops the client: it closes the connection, fails waiting
@@ -170,6 +219,15 @@ func (c *Client) newRID() string { return strconv.FormatUint(c.rid.Add(1), 36) }
 func (c *Client) notify() {
 	close(c.changed)
 	c.changed = make(chan struct{})
+}
+
+// push marks a decision for the writer to look at (it may have local
+// changes to send) and wakes the writer. Only marked decisions are looked
+// at, so a frame for one decision costs nothing for the others. The
+// caller holds c.mu.
+func (c *Client) push(id string) {
+	c.toPush[id] = true
+	c.kickWriter()
 }
 
 // kickWriter asks the writer to push local changes.
@@ -393,7 +451,7 @@ func (c *Client) serve(s *session) error {
 		delete(s.pending, rid)
 	}
 	for _, rep := range c.reps {
-		rep.inflight, rep.sent, rep.held = "", nil, nil
+		rep.inflight, rep.sent, rep.held, rep.orphan = "", nil, nil, ""
 	}
 	c.notify()
 	return err
@@ -459,20 +517,29 @@ func (c *Client) writeLoop(s *session) {
 	}
 }
 
-// pushEdits sends, for every caught-up decision with local changes and no
-// edit in flight, one edit carrying every change since the accepted
-// heads. Later changes wait for that edit's reply, then go in the next.
+// pushEdits sends, for every marked (see push) caught-up decision with
+// local changes and no edit in flight, one edit carrying every change
+// since the accepted heads. Later changes wait for that edit's reply,
+// which marks the decision again. A decision that cannot be pushed yet
+// (not caught up, an edit in flight, changes held) stays marked.
 func (c *Client) pushEdits(s *session) error {
 	var frames [][]byte
 	c.mu.Lock()
-	for id, rep := range c.reps {
+	for id := range c.toPush {
+		rep := c.reps[id]
+		if rep == nil {
+			delete(c.toPush, id)
+			continue
+		}
 		if !s.synced[id] || rep.inflight != "" || rep.held != nil {
 			continue
 		}
 		heads := rep.doc.Heads()
 		if heads.Equal(rep.accepted) {
+			delete(c.toPush, id)
 			continue
 		}
+		delete(c.toPush, id)
 		changes, err := rep.doc.ChangesSince(rep.accepted)
 		if err != nil {
 			c.log.Error("cannot encode local changes; sending the whole history", "id", id, "err", err)
@@ -550,30 +617,37 @@ func (c *Client) handle(s *session, m wire.Message) error {
 	return nil
 }
 
-// applyDoc merges a whole accepted document into the replica, keeping
-// local changes not yet accepted.
+// applyDoc takes in a whole accepted document. Of the same history as the
+// replica, it is merged, keeping local changes not yet accepted; a
+// rebased one (see rebase.go) replaces the replica's document, and the
+// local draft values not yet accepted are made again on it.
 func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
 	if err != nil {
 		c.log.Error("cannot load a decision's document", "id", m.ID, "err", err)
 		return
 	}
-	rep := c.reps[m.ID]
-	if rep == nil {
-		rep = &replica{doc: srv}
-		c.reps[m.ID] = rep
-	} else if err := rep.doc.Merge(srv); err != nil {
-		c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
-		rep.doc = srv
+	accepted := srv.Heads()
+	if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && srv.Has(h) {
+		accepted = h
 	}
-	rep.accepted = srv.Heads()
-	if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
-		rep.accepted = h
+	rep := c.reps[m.ID]
+	switch {
+	case rep == nil:
+		c.reps[m.ID] = &replica{doc: srv, accepted: accepted}
+	case isRebased(rep, srv):
+		c.rebase(m.ID, rep, srv, accepted)
+	default:
+		if err := rep.doc.Merge(srv); err != nil {
+			c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
+			rep.doc = srv
+		}
+		rep.accepted = accepted
 	}
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
 	c.notify()
-	c.kickWriter()
+	c.push(m.ID)
 	c.emit(c.eventFor(wire.KindDoc, m.ID, ""))
 }
 
@@ -586,17 +660,28 @@ func (c *Client) applyChanges(s *session, m *wire.Changes) error {
 		c.log.Warn("changes for a decision without a replica", "id", m.ID)
 		return errResync
 	}
-	if _, err := rep.doc.ApplyChanges(m.Changes); err != nil {
+	var before crdt.Heads
+	if c.opts.Dir != "" {
+		before = rep.doc.Heads()
+	}
+	fresh, err := rep.doc.ApplyChanges(m.Changes)
+	if err != nil {
 		c.log.Warn("accepted changes do not apply", "id", m.ID, "err", err)
 		return fmt.Errorf("%w: %v", errResync, err)
+	}
+	if len(fresh) > 0 && before != nil && before.Equal(rep.file.saved) {
+		rep.file.batch = m.Changes // the log line needs nothing else
 	}
 	if h, err := parseWireHeads(m.Heads); err == nil && rep.doc.Has(h) {
 		rep.accepted = h
 	}
+	first := !s.synced[m.ID]
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
 	c.notify()
-	c.kickWriter()
+	if first || c.toPush[m.ID] || !rep.doc.Heads().Equal(rep.accepted) {
+		c.push(m.ID) // local changes wait to go
+	}
 	c.emit(c.eventFor(wire.KindChanges, m.ID, m.By))
 	return nil
 }
@@ -656,16 +741,23 @@ func (c *Client) applyReply(s *session, m *wire.Reply) {
 
 // editReply settles the edit in flight: accepted, its changes become the
 // accepted heads; refused with reset, the replica returns to the accepted
-// document the reply carries; refused otherwise, the changes are kept and
-// wait for the next local change or connection.
+// document the reply carries (refused as stale with a rebased document,
+// it takes that document and carries its values over instead); refused
+// otherwise, the changes are kept and wait for the next local change or
+// connection.
 func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	sent := rep.sent
-	rep.inflight, rep.sent = "", nil
+	orphan := rep.orphan == m.RID
+	rep.inflight, rep.sent, rep.orphan = "", nil, ""
 	defer func() {
 		c.saveLogged(id)
 		c.notify()
-		c.kickWriter()
+		c.push(id)
 	}()
+	if orphan {
+		c.orphanReply(id, rep, m)
+		return
+	}
 	if m.OK {
 		if h, err := parseWireHeads(m.Heads); err == nil && len(h) > 0 && rep.doc.Has(h) {
 			rep.accepted = h
@@ -676,6 +768,16 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	}
 	ref := &question.Refusal{Reason: m.Reason, Message: m.Message, Reset: m.Reset}
 	c.log.Info("edit refused", "id", id, "reason", m.Reason, "message", m.Message, "reset", m.Reset)
+	if m.Reset && m.Reason == question.Stale {
+		// An edit made against a history the server has since rebased:
+		// the reset carries the rebased document, and the local values
+		// carry over to it instead of being dropped.
+		if srv, err := crdt.Load(m.Doc, nil, crdt.Options{}); err == nil && len(m.Doc) > 0 && isRebased(rep, srv) {
+			c.rebase(id, rep, srv, srv.Heads())
+			c.emit(c.eventFor(wire.KindDoc, id, ""))
+			return
+		}
+	}
 	if m.Reset {
 		if err := c.reset(rep, m.Doc); err != nil {
 			c.log.Error("cannot reset the replica", "id", id, "err", err)
@@ -687,6 +789,39 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 	e := c.eventFor(KindEditRefused, id, "")
 	e.Err = ref
 	c.emit(e)
+}
+
+// orphanReply settles the reply to an edit made against a history the
+// replica has left by a rebase since; its local values were carried over
+// to the rebased document already, so the reply drops nothing. A reset
+// carrying a document rebased again carries them over again; one of the
+// replica's current history is merged, like a question:doc.
+func (c *Client) orphanReply(id string, rep *replica, m *wire.Reply) {
+	if m.OK {
+		// The server accepted it before its rebase; the rebased document
+		// holds it already.
+		c.log.Warn("an edit of the old history was accepted after the rebase", "id", id, "rid", m.RID)
+		return
+	}
+	c.log.Info("edit of the old history refused after a rebase", "id", id, "reason", m.Reason)
+	if !m.Reset || len(m.Doc) == 0 {
+		return
+	}
+	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
+	if err != nil {
+		c.log.Error("cannot load the reset's document", "id", id, "err", err)
+		return
+	}
+	if isRebased(rep, srv) {
+		c.rebase(id, rep, srv, srv.Heads())
+		c.emit(c.eventFor(wire.KindDoc, id, ""))
+		return
+	}
+	if err := rep.doc.Merge(srv); err != nil {
+		c.log.Error("cannot merge the reset's document", "id", id, "err", err)
+		return
+	}
+	rep.accepted = srv.Heads()
 }
 
 // reset returns a replica to the accepted document: the one the refusal
@@ -708,5 +843,6 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 		}
 	}
 	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
+	rep.file.saved = nil // the log holds the dropped changes: a snapshot next
 	return nil
 }

@@ -10,6 +10,15 @@
 // the accepted draft the refusal carries: the decision's accepted edits
 // stay, the refused and later unaccepted local changes are dropped.
 //
+// Dial returns once the server has welcomed the client and every decision
+// the welcome names has its document (or its catch-up changes) applied,
+// so those decisions are ready to edit: SetMark right after Dial works.
+// Create likewise returns once the new decisions' documents have arrived.
+// Both waits are bounded by the caller's context. With Options.Background
+// Dial returns at once, and Flush (with no ids) is the wait for the same.
+// ErrNoReplica is then what an edit of a decision whose document has not
+// arrived returns.
+//
 // Requests (Submit, Reopen, Discard, Expand, SetWhy, AppendOption,
 // AppendCriterion, Create) wait for their reply, bounded by their context,
 // and for a connection when there is none. A refusal is a
@@ -26,15 +35,34 @@
 // So a reconnecting client holds the accepted shared draft together with
 // its own offline edits once they are accepted (L11).
 //
+// A question:doc (or the Doc of a reset reply) whose history does not
+// contain the replica's accepted heads is a rebased document: the server
+// replaced the decision's history by a new one holding the same state.
+// The replica never merges the two histories (that would duplicate the
+// draft's structure): it takes the rebased document as it is and makes
+// its own draft values not yet accepted again on it, as fresh local
+// edits (marks and choices it changed set again, its written answer
+// spliced from the accepted text to its text where that span now sits),
+// which are then sent like any local change. An edit made against the
+// old history that reaches the server after the rebase is refused as
+// stale with reset and the rebased document; the replica then carries
+// its values over the same way, instead of dropping them, and Flush
+// reports no reset. Values of an earlier generation, or that the new
+// definition has no place for, do not carry.
+//
 // Definitions only grow: a record or definition that arrives with fewer
 // options or criteria for any question than the client holds (an older
 // one) never replaces the held definition (C5).
 //
 // With Options.Dir set, each decision's replica, its accepted revision
-// and its record are saved to a file after every local change and every
-// applied frame (written to a temporary file, then renamed). A client
-// started again on the same Dir restores its drafts and unsent edits,
-// works offline with Options.Background, and pushes them on connecting.
+// and its record are saved after every local change and every applied
+// frame: a line appended (and synced) to the decision's change log holds
+// what changed, so a save costs the change, not the document's history;
+// once the log has grown as large as the last snapshot, a new snapshot
+// (written to a temporary file, then renamed) replaces both. A client
+// started again on the same Dir restores its drafts and unsent edits
+// (up to the last whole line of a log a crash cut short), works offline
+// with Options.Background, and pushes them on connecting.
 //
 // # Usage
 //
@@ -50,10 +78,15 @@
 //			render(e)
 //		}
 //	}()
+//	recs, err := c.Create(ctx, wire.Card{Key: "store", Definition: def}) // or a decision from Records()
+//	id := recs[0].ID
 //	c.SetMark(id, "q1", "opt-a", "cost", marks.Yes) // local at once, sent when it can be
 //	draft, heads, err := c.Draft(id)                 // what to display
 //	results, err := c.Submit(ctx, id)               // flush, then save the displayed revision
 //	if errors.Is(err, question.ErrStale) { ... }
+//
+// The README's "Use it" program (examples/readme) runs this against a
+// real server on a bbolt file.
 //
 // # Goroutines
 //

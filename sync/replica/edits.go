@@ -69,7 +69,7 @@ func (c *Client) edit(id string, f func(d *crdt.Doc) error) error {
 	rep.held = nil
 	err := c.save(id)
 	c.notify()
-	c.kickWriter()
+	c.push(id)
 	return err
 }
 

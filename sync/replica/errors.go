@@ -18,7 +18,8 @@ var ErrClosed = errors.New("replica: client closed")
 var ErrDisconnected = errors.New("replica: connection lost before the reply")
 
 // ErrNoReplica is returned when a decision's record is known but its
-// document has not arrived yet.
+// document has not arrived yet: with Options.Background before the first
+// catch-up, or (wrapped) by Create when its context ended first.
 var ErrNoReplica = errors.New("replica: the decision's document has not arrived yet")
 
 // ErrProtocol is returned (wrapped) when the server answers the hello with

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/loopback"
@@ -26,7 +27,7 @@ import (
 // real question.Authority on an in-memory store. Its knobs let a test take
 // it down, hold or refuse edits, and inject frames.
 type fakeServer struct {
-	t  *testing.T
+	t  testing.TB
 	wg sync.WaitGroup
 
 	mu     sync.Mutex
@@ -38,6 +39,15 @@ type fakeServer struct {
 	frames []string                 // kinds of client frames received, in order
 	// refuseEdits refuses every edit as invalid, with reset.
 	refuseEdits bool
+	// rebased holds the decisions whose history the test replaced (see
+	// rebase): their edits are decided against this document instead of
+	// the authority's.
+	rebased map[string]*crdt.Doc
+	// edits are the change batches of the edits of rebased decisions.
+	edits [][]byte
+	// withholdJoin sends the welcome of a join but not the decisions'
+	// documents that follow it.
+	withholdJoin bool
 
 	// gate, when set, holds each edit until a value is received from it
 	// (outside mu, so the rest of the server runs on).
@@ -61,7 +71,7 @@ const docID = "plan"
 // decision ids the fake mints, in order.
 var fakeIDs = []string{"dec1", "dec2", "dec3", "o-new1", "o-new2", "c-new1", "c-new2", "c-new3", "x1", "x2", "x3", "x4"}
 
-func newFakeServer(t *testing.T) *fakeServer {
+func newFakeServer(t testing.TB) *fakeServer {
 	t.Helper()
 	var mintMu sync.Mutex
 	ids := slices.Clone(fakeIDs)
@@ -114,6 +124,13 @@ func (s *fakeServer) draft(id string) crdt.Draft {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if doc := s.rebased[id]; doc != nil {
+		d, err := doc.Draft()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return d
+	}
 	d, _, err := s.auth.Draft(id)
 	if err != nil {
 		s.t.Fatal(err)
@@ -125,11 +142,86 @@ func (s *fakeServer) heads(id string) crdt.Heads {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if doc := s.rebased[id]; doc != nil {
+		return doc.Heads()
+	}
 	_, h, err := s.auth.Draft(id)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return h
+}
+
+// rebase replaces a decision's history with a new one holding the same
+// state, as the server's compaction does: a fresh document with the same
+// questions and the current draft's values, sharing no change with the
+// old history. From then on the fake decides the decision's edits against
+// it: changes that apply are accepted, changes of another history are
+// refused as stale with reset and the rebased document. With announce,
+// every connection gets the rebased document as a question:doc.
+func (s *fakeServer) rebase(id string, announce bool) *crdt.Doc {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.auth.Record(id)
+	if !ok {
+		s.t.Fatalf("rebase: no decision %s", id)
+	}
+	draft, _, err := s.auth.Draft(id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	doc, err := crdt.New(crdt.Options{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, q := range rec.Definition.Questions {
+		shape := crdt.QuestionShape{ID: q.ID, Written: q.Written(), Multiple: q.Multiple}
+		for _, o := range q.Options {
+			shape.Options = append(shape.Options, crdt.Item{ID: o.ID, Label: o.Label})
+		}
+		for _, c := range q.Criteria {
+			shape.Criteria = append(shape.Criteria, crdt.Item{ID: c.ID, Label: c.Label})
+		}
+		if err := doc.AddQuestion(shape); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	if err := doc.StartGeneration(draft.Generation); err != nil {
+		s.t.Fatal(err)
+	}
+	for q, qd := range draft.Questions {
+		for k, m := range qd.Marks {
+			cell, err := marks.ParseKey(k)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			if err := doc.SetMark(q, cell.Option, cell.Criterion, m); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		for _, o := range qd.Choices {
+			if err := doc.Choose(q, o, true); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		if qd.Text != "" {
+			if err := doc.SetText(q, qd.Text); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	}
+	if got, err := doc.Draft(); err != nil || !got.Equal(draft) {
+		s.t.Fatalf("rebase: the new document holds %+v, want %+v (%v)", got, draft, err)
+	}
+	if s.rebased == nil {
+		s.rebased = map[string]*crdt.Doc{}
+	}
+	s.rebased[id] = doc
+	if announce {
+		s.broadcast(nil, s.catchUp(id, nil))
+	}
+	return doc
 }
 
 // setDown makes the dials of login ("*": everyone) fail, or succeed again.
@@ -349,12 +441,22 @@ func (s *fakeServer) join(fc *fakeConn, h *wire.Hello, format wire.Format) {
 	fc.send(&wire.Welcome{Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: docID,
 		Member: fc.member.Login, Write: fc.member.Write, Records: recs})
 	for _, r := range recs {
-		fc.send(s.catchUp(r.ID, h.Have[r.ID]))
+		if !s.withholdJoin {
+			fc.send(s.catchUp(r.ID, h.Have[r.ID]))
+		}
 	}
 	s.conns[fc] = true
 }
 
 func (s *fakeServer) catchUp(id string, have []string) wire.Message {
+	if doc := s.rebased[id]; doc != nil {
+		if h, err := crdt.ParseHeads(strings.Join(have, ",")); err == nil && have != nil && doc.Has(h) {
+			if ch, err := doc.ChangesSince(h); err == nil {
+				return &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: wireHeads(doc.Heads())}
+			}
+		}
+		return &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: doc.Save(), Heads: wireHeads(doc.Heads())}
+	}
 	_, cur, _ := s.auth.Draft(id)
 	if have != nil {
 		if h, err := crdt.ParseHeads(strings.Join(have, ",")); err == nil {
@@ -388,6 +490,10 @@ func (s *fakeServer) handle(fc *fakeConn, m wire.Message) {
 	case *wire.Edit:
 		if s.refuseEdits {
 			fc.send(s.refusal(m.Header, m.ID, &question.Refusal{Reason: question.Invalid, Message: "refused by the test", Reset: true}))
+			return
+		}
+		if doc := s.rebased[m.ID]; doc != nil {
+			s.rebasedEdit(fc, doc, m)
 			return
 		}
 		res, err := s.auth.Edit(ctx, fc.member, m.ID, m.Changes)
@@ -505,4 +611,35 @@ func (s *fakeServer) broadcastChanges(id string, before crdt.Heads, by string) {
 	}
 	_, cur, _ := s.auth.Draft(id)
 	s.broadcast(nil, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: wireHeads(cur), By: by})
+}
+
+// rebasedEdit decides an edit of a rebased decision. The caller holds mu.
+func (s *fakeServer) rebasedEdit(fc *fakeConn, doc *crdt.Doc, m *wire.Edit) {
+	s.edits = append(s.edits, m.Changes)
+	if _, err := doc.ApplyChanges(m.Changes); err != nil {
+		r := &wire.Reply{Header: m.Header, ID: m.ID, Reason: question.Invalid, Message: err.Error(), Reset: true, Doc: doc.Save()}
+		if errors.Is(err, crdt.ErrMissingDeps) {
+			r.Reason, r.Message = question.Stale, "the decision's history was rebased"
+		}
+		fc.send(r)
+		return
+	}
+	fc.send(&wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: wireHeads(doc.Heads())})
+	s.broadcast(fc, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: m.Changes, Heads: wireHeads(doc.Heads()), By: fc.member.Login})
+}
+
+// forward decides a peer's edit on the authority, as if by login over
+// another connection, and forwards the accepted changes to every
+// connection.
+func (s *fakeServer) forward(id, login string, changes []byte) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.auth.Edit(context.Background(), question.Member{Login: login, Write: true}, id, changes)
+	if err != nil {
+		s.t.Fatalf("forward: %v", err)
+	}
+	if len(res.Changes) > 0 {
+		s.broadcast(nil, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: res.Changes, Heads: wireHeads(res.Heads), By: login})
+	}
 }

@@ -43,8 +43,9 @@ type Options struct {
 	// of that.
 	MinBackoff, MaxBackoff time.Duration
 	// Dir, when set, keeps each decision's replica document, last accepted
-	// heads and record in files in Dir, saved atomically after every local
-	// change and every applied frame. A client started on the same Dir
+	// heads and record in files in Dir (a snapshot and a change log after
+	// it), saved after every local change and every applied frame. A client
+	// started on the same Dir
 	// restores its drafts and unsent edits and pushes them on connecting.
 	// One Dir belongs to one document and one client at a time.
 	Dir string

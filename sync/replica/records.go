@@ -32,6 +32,9 @@ func (c *Client) adoptRecord(in question.Record) {
 		return
 	}
 	rec := cloneRecord(in)
+	if rep := c.reps[in.ID]; rep != nil {
+		rep.file.recDirty = true
+	}
 	if held := c.records[in.ID]; held != nil {
 		rec.Definition = forward(held.Definition, rec.Definition)
 	} else {
@@ -45,6 +48,9 @@ func (c *Client) adoptRecord(in question.Record) {
 func (c *Client) adoptDefinition(id string, def question.Definition) {
 	if rec := c.records[id]; rec != nil {
 		rec.Definition = forward(rec.Definition, cloneDefinition(def))
+		if rep := c.reps[id]; rep != nil {
+			rep.file.recDirty = true
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,14 +38,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // connect dials the fake over loopback as login.
-func connect(t *testing.T, s *fakeServer, login string, opts replica.Options) *replica.Client {
+func connect(t testing.TB, s *fakeServer, login string, opts replica.Options) *replica.Client {
 	t.Helper()
 	if opts.Header == nil {
 		opts.Header = http.Header{}
@@ -507,8 +508,8 @@ func TestDirPersistence(t *testing.T) {
 		t.Fatalf("edit after close: %v", err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(files) != 1 {
-		t.Fatalf("dir holds %v, want one replica file", files)
+	if len(files) != 2 || !strings.HasSuffix(files[0], ".1.log") || !strings.HasSuffix(files[1], ".json") {
+		t.Fatalf("dir holds %v, want one replica's snapshot and log", files)
 	}
 
 	// Without Background, Dial fails while the server is down.
@@ -834,5 +835,67 @@ func TestDirSkipsUnreadableFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".d-00.json-1.tmp")); !os.IsNotExist(err) {
 		t.Fatalf("a leftover temporary file was kept: %v", err)
+	}
+}
+
+// TestDialReturnsReadyDecisions: the decisions the welcome names are ready
+// to edit as soon as Dial returns, and a created decision as soon as
+// Create returns: no wait for their documents in between.
+func TestDialReturnsReadyDecisions(t *testing.T) {
+	s := newFakeServer(t)
+	ids := []string{s.create("k1"), s.create("k2"), s.create("k3")}
+	for range 5 { // the documents follow the welcome; Dial must wait for them every time
+		ana := connect(t, s, "ana", replica.Options{})
+		for _, id := range ids {
+			if err := ana.SetMark(id, "pick", "bolt", "cost", marks.Yes); err != nil {
+				t.Fatalf("SetMark right after Dial: %v", err)
+			}
+		}
+		recs, err := ana.Create(ctxT(t), wire.Card{Key: "fresh-" + strconv.Itoa(len(ids)), Definition: definition()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ana.SetText(recs[0].ID, "note", "at once"); err != nil {
+			t.Fatalf("SetText right after Create: %v", err)
+		}
+		flush(t, ana)
+		ids = append(ids, recs[0].ID)
+		ana.Close()
+	}
+	for _, id := range ids[3:] {
+		if got := s.draft(id).Questions["note"].Text; got != "at once" {
+			t.Fatalf("%s: server text %q", id, got)
+		}
+	}
+}
+
+// TestDialWaitsForDocumentsWithinContext: a server that welcomes but never
+// sends the documents makes Dial fail when its context ends, closing the
+// client; Background returns at once and Flush is the wait.
+func TestDialWaitsForDocumentsWithinContext(t *testing.T) {
+	s := newFakeServer(t)
+	s.create("k1")
+	s.mu.Lock()
+	s.withholdJoin = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	c, err := replica.Dial(ctx, "loopback:///decisions?doc="+docID, replica.Options{Dialer: s.dial, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
+	if !errors.Is(err, context.DeadlineExceeded) || c != nil {
+		t.Fatalf("Dial without documents: %v %v", c, err)
+	}
+	bg := connect(t, s, "ana", replica.Options{Background: true})
+	fctx, fcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer fcancel()
+	if err := bg.Flush(fctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush without documents: %v", err)
+	}
+	s.mu.Lock()
+	s.withholdJoin = false
+	s.mu.Unlock()
+	s.drop("*")
+	flush(t, bg)
+	if len(bg.Records()) != 1 {
+		t.Fatalf("records %+v", bg.Records())
 	}
 }

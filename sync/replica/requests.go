@@ -172,16 +172,28 @@ func (c *Client) appendItem(ctx context.Context, kind, id, q, key, label string)
 
 // Create opens decision cards (1 to 10, all or none) and returns their
 // records. Every member then receives question:created and the
-// decisions' documents.
+// decisions' documents; Create returns once this client holds them, so
+// the new decisions are ready to edit. If ctx ends after the server
+// created them but before their documents arrived, Create returns the
+// records with an error wrapping ErrNoReplica and ctx's error: the
+// decisions exist and their documents are still on their way.
 func (c *Client) Create(ctx context.Context, cards ...wire.Card) ([]question.Record, error) {
 	h := c.header(wire.KindCreate)
 	r, err := c.do(ctx, h.RID, &wire.Create{Header: h, Cards: cards})
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(r.Records))
+	for i, rec := range r.Records {
+		ids[i] = rec.ID
+	}
+	werr := c.waitDocs(ctx, ids)
 	out := make([]question.Record, len(r.Records))
 	for i, rec := range r.Records {
 		out[i] = c.recordOf(rec.ID, &rec)
+	}
+	if werr != nil {
+		return out, fmt.Errorf("%w: %w", ErrNoReplica, werr)
 	}
 	return out, nil
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/accord-crdt/accord/persist/memstore"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/server"
+)
+
+// cutter is a TCP proxy in front of the server whose connections a test
+// can cut, as the server does when it drops a slow consumer.
+type cutter struct {
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutter{l: l, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); io.Copy(out, in); out.Close() }()
+			go func() { defer p.wg.Done(); io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *cutter) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestClientsReconnectAfterDrop: clients whose connections are cut redial,
+// the writer's edit awaiting its reply is sent again and acknowledged, and
+// every client converges; the redials are counted.
+func TestClientsReconnectAfterDrop(t *testing.T) {
+	srv, err := server.New(server.Options{
+		Store: memstore.New(),
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	p := newCutter(t, strings.TrimPrefix(hs.URL, "http://"))
+	c := &child{addr: p.l.Addr().String()}
+	if _, err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connectAll(c, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(cs)
+	const writes = 40
+	for i := range writes {
+		if i == writes/2 {
+			p.cut() // the edit just sent may or may not have reached the server
+		}
+		if _, err := cs[0].mark(i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs[0].reply(20 * time.Second); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for cs[1].heads() != cs[0].heads() || cs[2].heads() != cs[0].heads() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no convergence: %s / %s / %s", cs[0].heads(), cs[1].heads(), cs[2].heads())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if clients, redials := redialled(cs); clients != 3 || redials < 3 || c.reconnects.Load() != redials {
+		t.Fatalf("%d clients reconnected with %d redials (%d counted by the server child), want all 3", clients, redials, c.reconnects.Load())
+	}
+}
+
+// TestSlowConsumerReconnects: a client that stops reading while others
+// write is dropped by the server as a slow consumer (its outbox fills),
+// reconnects when it reads again, and catches up; the writer never
+// notices.
+func TestSlowConsumerReconnects(t *testing.T) {
+	var dropped atomic.Bool
+	srv, err := server.New(server.Options{
+		Store:  memstore.New(),
+		Outbox: 4,
+		Logger: slog.New(dropWatch{&dropped}),
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c := &child{addr: strings.TrimPrefix(hs.URL, "http://")}
+	if _, err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connectAll(c, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(cs)
+	w, slow := cs[0], cs[1]
+	slow.mu.Lock() // its reader blocks before applying the next frame
+	// Write until the socket's buffers and the outbox are full and the
+	// server drops the slow client.
+	for i := 0; !dropped.Load(); i++ {
+		if i == 20000 {
+			t.Fatal("the server never dropped the client that stopped reading")
+		}
+		if _, err := w.mark(i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.reply(20 * time.Second); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	slow.mu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for slow.heads() != w.heads() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client never caught up: %s / %s", slow.heads(), w.heads())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if slow.redials.Load() == 0 || w.redials.Load() != 0 {
+		t.Fatalf("redials: slow %d, writer %d; want the slow client's only", slow.redials.Load(), w.redials.Load())
+	}
+}
+
+// dropWatch is a slog handler that notes the server's slow-consumer drop.
+type dropWatch struct{ dropped *atomic.Bool }
+
+func (h dropWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (h dropWatch) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "slow") {
+		h.dropped.Store(true)
+	}
+	return nil
+}
+func (h dropWatch) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h dropWatch) WithGroup(string) slog.Handler      { return h }

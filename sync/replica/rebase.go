@@ -1,0 +1,165 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
+)
+
+// A rebased document is an accepted document (a question:doc, or the Doc
+// of a reset reply) whose history does not contain the replica's accepted
+// heads: the server replaced the decision's history with a new one
+// holding the same state (a compaction). Its changes and the replica's
+// share no ancestry, so merging the two would duplicate every question's
+// draft structure. The replica instead takes the rebased document as it
+// is and makes its own not-yet-accepted draft values again on it, as
+// fresh local edits (carry).
+
+// isRebased reports whether srv is a rebased document for rep. With no
+// accepted heads the replica cannot tell; such a document is merged as
+// before, which is right whenever it shares the replica's history.
+func isRebased(rep *replica, srv *crdt.Doc) bool {
+	return len(rep.accepted) > 0 && !srv.Has(rep.accepted)
+}
+
+// rebase replaces rep's document with srv, a rebased document the server
+// has accepted up to accepted, and carries the replica's unaccepted draft
+// values over to it. An edit in flight was made against the old history:
+// the server refuses it as stale, and its reply then changes nothing here
+// (see editReply). The caller holds c.mu.
+func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.Heads) {
+	old, base := rep.doc, rep.accepted
+	rep.doc, rep.accepted, rep.held = srv, accepted, nil
+	rep.file.saved = nil // the log holds the old history: a snapshot next
+	if rep.inflight != "" {
+		rep.orphan = rep.inflight
+	}
+	n, err := carry(old, base, srv)
+	if err != nil {
+		c.log.Error("cannot carry local edits over to the rebased document; they are dropped", "id", id, "err", err)
+		return
+	}
+	if n > 0 {
+		rep.seq++
+	}
+	c.log.Info("decision's document rebased", "id", id, "carried", n)
+}
+
+// carry makes on to the draft values old holds beyond its accepted heads
+// base, as fresh changes of to's actor, and returns how many it made. Only
+// the values of the current generation carry: if to has moved to another
+// generation, or old's edits were made on an earlier one, nothing does.
+// Each value is compared with old as of base, so a value the replica did
+// not change keeps whatever to holds:
+//   - a mark cell the replica set (or cleared) is set so again;
+//   - an option the replica selected or deselected is chosen so again;
+//   - a written answer gets the splice that turned the accepted text into
+//     the replica's text, applied where that span sits in to's text (if
+//     to's text no longer keeps the span's surroundings, the replica's text
+//     replaces it by the smallest splice).
+//
+// Values to's definition no longer has a place for are skipped.
+func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
+	if old.Heads().Equal(base) {
+		return 0, nil
+	}
+	at, err := old.ForkAt(base, "")
+	if err != nil {
+		return 0, fmt.Errorf("the accepted revision: %w", err)
+	}
+	was, err := at.Draft()
+	if err != nil {
+		return 0, err
+	}
+	now, err := old.Draft()
+	if err != nil {
+		return 0, err
+	}
+	cur, err := to.Draft()
+	if err != nil {
+		return 0, err
+	}
+	if now.Generation != was.Generation || cur.Generation != now.Generation {
+		return 0, nil
+	}
+	n := 0
+	var errs []error
+	apply := func(err error) {
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, crdt.ErrInvalid), errors.Is(err, crdt.ErrNoQuestion), errors.Is(err, crdt.ErrWrongKind):
+			// the rebased definition has no such cell, option or question
+		default:
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(now.Questions)) {
+		local, accepted := now.Questions[q], was.Questions[q]
+		for _, k := range slices.Sorted(maps.Keys(local.Marks)) {
+			m, before := local.Marks[k], accepted.Marks[k]
+			if m == before {
+				continue
+			}
+			cell, err := marks.ParseKey(k)
+			if err != nil {
+				continue
+			}
+			apply(to.SetMark(q, cell.Option, cell.Criterion, m))
+		}
+		for _, o := range accepted.Choices {
+			if !slices.Contains(local.Choices, o) {
+				apply(to.Choose(q, o, false))
+			}
+		}
+		for _, o := range local.Choices {
+			if !slices.Contains(accepted.Choices, o) {
+				apply(to.Choose(q, o, true))
+			}
+		}
+		if local.Text != accepted.Text {
+			pos, del, ins := respliced(accepted.Text, local.Text, cur.Questions[q].Text)
+			apply(to.SpliceText(q, pos, del, ins))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// respliced returns the splice of target that makes the edit the
+// smallest splice from accepted to local makes. target is accepted as
+// others have edited it since (often accepted itself): when their edits,
+// seen as the smallest splice from accepted to target, lie wholly before
+// or after the replica's span, the replica's splice moves with them; when
+// the two overlap, the replica's text wins: the splice turns target into
+// local. Positions count code points, as crdt.SpliceText's do.
+func respliced(accepted, local, target string) (pos, del int, ins string) {
+	a, l, t := []rune(accepted), []rune(local), []rune(target)
+	p, s := span(a, l)   // the replica replaced a[p:len(a)-s] with l[p:len(l)-s]
+	op, os := span(a, t) // others replaced a[op:len(a)-os]
+	end, oend := len(a)-s, len(a)-os
+	switch {
+	case slices.Equal(a, t) || end <= op:
+		return p, end - p, string(l[p : len(l)-s])
+	case p >= oend:
+		shift := len(t) - len(a)
+		return p + shift, end - p, string(l[p : len(l)-s])
+	}
+	p, s = span(t, l)
+	return p, len(t) - p - s, string(l[p : len(l)-s])
+}
+
+// span returns the lengths of the longest common prefix of a and b and of
+// their longest common suffix in what is left.
+func span(a, b []rune) (prefix, suffix int) {
+	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	return prefix, suffix
+}
