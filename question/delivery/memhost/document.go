@@ -30,6 +30,7 @@ type document struct {
 	receipts map[delivery.Receipt]bool
 	anchors  map[string][]string
 	applied  int
+	minted   uint64 // ids minted for new blocks ("n<k>")
 }
 
 type block struct {
