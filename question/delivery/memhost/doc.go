@@ -16,6 +16,9 @@
 //	d, err := delivery.New(opts)
 //	h.Runtime.OnChange(func(string) { d.PokeAll() }) // an owner appearing, a Planner attaching, a turn ending
 //
+// Documents is also a delivery.Editor (edit_plan, update_document) and a
+// delivery.Relinker (cards and anchors move after a rewrite).
+//
 // Everything is held in memory and lost with the process; Chat records
 // accepted turns so that Accepted answers for as long as the Host lives.
 // Accepted turns count as running (the Chat is busy) until Chat.Finish.
