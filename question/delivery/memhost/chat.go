@@ -20,12 +20,48 @@ type Chat struct {
 	after    func(doc string, t delivery.Turn) error
 	onTurn   func(doc string, t delivery.Turn)
 	changed  func(doc string)
+	waits    map[string]chan struct{} // closed at the next accept or finish
 }
 
 // NewChat returns an empty Chat.
 func NewChat() *Chat {
 	return &Chat{notices: map[string][]delivery.Notice{}, turns: map[string][]delivery.Turn{},
-		accepted: map[string]map[string]bool{}, running: map[string]map[string]bool{}}
+		accepted: map[string]map[string]bool{}, running: map[string]map[string]bool{}, waits: map[string]chan struct{}{}}
+}
+
+// wake closes doc's change channel; c.mu is held.
+func (c *Chat) wake(doc string) {
+	if ch, ok := c.waits[doc]; ok {
+		close(ch)
+		delete(c.waits, doc)
+	}
+}
+
+// Changed returns a channel that is closed when the next turn of doc is
+// accepted or a running one finishes.
+func (c *Chat) Changed(doc string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.waits[doc]
+	if !ok {
+		ch = make(chan struct{})
+		c.waits[doc] = ch
+	}
+	return ch
+}
+
+// Pending returns the accepted turns of doc that have not finished, oldest
+// first: what a remote Planner still has to run.
+func (c *Chat) Pending(doc string) []delivery.Turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []delivery.Turn
+	for _, t := range c.turns[doc] {
+		if c.running[doc][t.ID] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Post implements delivery.Chat.
@@ -74,6 +110,7 @@ func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
 			c.running[doc] = map[string]bool{}
 		}
 		c.running[doc][t.ID] = true
+		c.wake(doc)
 	}
 	c.mu.Unlock()
 	if fresh && onTurn != nil {
@@ -121,6 +158,9 @@ func (c *Chat) Finish(doc, id string) bool {
 	c.mu.Lock()
 	ok := c.running[doc][id]
 	delete(c.running[doc], id)
+	if ok {
+		c.wake(doc)
+	}
 	changed := c.changed
 	c.mu.Unlock()
 	if ok && changed != nil {
