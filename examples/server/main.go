@@ -5,6 +5,7 @@
 //	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
+//	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: random, printed)
 //
 // The page at / lets you pick a demo member: ana and ben write, rita only
 // reads. A deterministic demo Planner (no network, no model) opens
@@ -84,6 +85,9 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 		return err
 	}
 	hs := &http.Server{Handler: app.handler(), ReadHeaderTimeout: 10 * time.Second}
+	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

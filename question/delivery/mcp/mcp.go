@@ -92,6 +92,7 @@ type Handler struct {
 	mu      sync.Mutex
 	servers map[string]*sdk.Server
 	waiting map[string]int
+	last    map[string]time.Time // when an await_answers call last waited or returned
 }
 
 // NewHandler returns a Handler.
@@ -113,7 +114,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: opts, servers: map[string]*sdk.Server{}, waiting: map[string]int{}}
+	h := &Handler{opts: opts, servers: map[string]*sdk.Server{}, waiting: map[string]int{}, last: map[string]time.Time{}}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	// The tools are checked once here, so a bad schema fails the host at
 	// start rather than an agent later.
@@ -155,6 +156,23 @@ func (h *Handler) Awaiting(doc string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.waiting[doc] > 0
+}
+
+// Attached reports whether an agent takes doc's turns: an await_answers
+// call waits, or one returned within the session timeout (the agent is
+// working on a turn). A host runs turns itself only while none is.
+func (h *Handler) Attached(doc string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	last, ok := h.last[doc]
+	return h.waiting[doc] > 0 || (ok && time.Since(last) < h.opts.SessionTimeout)
+}
+
+func (h *Handler) touch(doc string, delta int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waiting[doc] += delta
+	h.last[doc] = time.Now()
 }
 
 // tool is one served tool: its definition and the schema its input is
@@ -322,9 +340,9 @@ func (h *Handler) await(ctx context.Context, call delivery.Call, raw json.RawMes
 	waiting := false
 	defer func() {
 		if waiting {
-			h.mu.Lock()
-			h.waiting[call.Doc]--
-			h.mu.Unlock()
+			h.touch(call.Doc, -1)
+		} else {
+			h.touch(call.Doc, 0)
 		}
 	}()
 	for {
@@ -335,9 +353,7 @@ func (h *Handler) await(ctx context.Context, call delivery.Call, raw json.RawMes
 		}
 		if !waiting {
 			waiting = true
-			h.mu.Lock()
-			h.waiting[call.Doc]++
-			h.mu.Unlock()
+			h.touch(call.Doc, 1)
 			if h.opts.OnAwait != nil {
 				h.opts.OnAwait(call.Doc)
 			}
