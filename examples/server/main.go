@@ -84,6 +84,7 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
+	defer app.closePlan()
 	hs := &http.Server{Handler: app.handler(), ReadHeaderTimeout: 10 * time.Second}
 	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {
 		return err

@@ -21,6 +21,7 @@ type Chat struct {
 	onTurn   func(doc string, t delivery.Turn)
 	changed  func(doc string)
 	waits    map[string]chan struct{} // closed at the next accept or finish
+	persist  func(doc string, st ChatState) error
 }
 
 // NewChat returns an empty Chat.
@@ -74,9 +75,10 @@ func (c *Chat) Post(ctx context.Context, doc string, n delivery.Notice) error {
 	if c.accepted[doc][n.ID] {
 		return nil
 	}
+	st := c.state(doc)
 	c.mark(doc, n.ID)
 	c.notices[doc] = append(c.notices[doc], n)
-	return nil
+	return c.save(doc, st)
 }
 
 func (c *Chat) mark(doc, id string) {
@@ -103,6 +105,7 @@ func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
 	c.mu.Lock()
 	fresh := !c.accepted[doc][t.ID]
 	if fresh {
+		st := c.state(doc)
 		c.mark(doc, t.ID)
 		c.notices[doc] = append(c.notices[doc], delivery.Notice{ID: t.ID, Text: t.Notice})
 		c.turns[doc] = append(c.turns[doc], t)
@@ -110,6 +113,10 @@ func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
 			c.running[doc] = map[string]bool{}
 		}
 		c.running[doc][t.ID] = true
+		if err := c.save(doc, st); err != nil {
+			c.mu.Unlock()
+			return err
+		}
 		c.wake(doc)
 	}
 	c.mu.Unlock()
@@ -153,13 +160,19 @@ func (c *Chat) Running(doc string) int {
 	return len(c.running[doc])
 }
 
-// Finish ends a running turn; the Chat is free again once none runs.
+// Finish ends a running turn; the Chat is free again once none runs. It
+// returns false if the turn was not running (or persisting its end failed).
 func (c *Chat) Finish(doc, id string) bool {
 	c.mu.Lock()
 	ok := c.running[doc][id]
-	delete(c.running[doc], id)
 	if ok {
-		c.wake(doc)
+		st := c.state(doc)
+		delete(c.running[doc], id)
+		if err := c.save(doc, st); err != nil {
+			ok = false // still running: it ends when a Finish is kept
+		} else {
+			c.wake(doc)
+		}
 	}
 	changed := c.changed
 	c.mu.Unlock()

@@ -39,6 +39,7 @@ func (d *Documents) EditPlan(ctx context.Context, doc string, in delivery.EditPl
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	if in.Revision != revision(x.rev) {
 		return delivery.EditPlanResult{}, delivery.ErrConflict
 	}
@@ -81,7 +82,7 @@ func (d *Documents) EditPlan(ctx context.Context, doc string, in delivery.EditPl
 	}
 	x.rev, x.minted, x.blocks = work.rev, work.minted, work.blocks
 	res.Revision = revision(x.rev)
-	return res, nil
+	return res, d.commit(doc, x, before)
 }
 
 // UpdateDocument implements delivery.Editor: the ordinary blocks are
@@ -96,6 +97,7 @@ func (d *Documents) UpdateDocument(ctx context.Context, doc string, in delivery.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	old := x.snapshot()
 	byID := map[string]*block{}
 	var cards []*block
@@ -139,7 +141,7 @@ func (d *Documents) UpdateDocument(ctx context.Context, doc string, in delivery.
 		trailing = append(trailing, c)
 	}
 	x.blocks = append(next, trailing...)
-	return delivery.Rewrite{Revision: revision(x.rev), Old: old, New: x.snapshot()}, nil
+	return delivery.Rewrite{Revision: revision(x.rev), Old: old, New: x.snapshot()}, d.commit(doc, x, before)
 }
 
 // Relink implements delivery.Relinker: each card moves after its block
@@ -153,6 +155,7 @@ func (d *Documents) Relink(ctx context.Context, doc string, cards []delivery.Pla
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	for _, p := range cards {
 		i := slices.IndexFunc(x.blocks, func(b *block) bool { return b.Kind == delivery.Card && b.Decision == p.Decision })
 		var card *block
@@ -181,7 +184,7 @@ func (d *Documents) Relink(ctx context.Context, doc string, cards []delivery.Pla
 			x.anchors[a.Decision] = slices.Clone(a.Blocks)
 		}
 	}
-	return nil
+	return d.commit(doc, x, before)
 }
 
 // placedAfter reports whether the card at i sits after block after, among
