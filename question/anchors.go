@@ -159,11 +159,11 @@ func (a *Authority) scope(named []string) []string {
 // DropPassages clears the passages of decisions whose passage a
 // whole-document rewrite deleted, in one commit, and drops (JobDropped,
 // not failed) their pending or failed write-ups, noting why. A dropped
-// write-up's answer still reaches the Planner as a turn of its own: if its
-// decision_answers row was already handed to a turn (which left the
-// passage to the write-up), a waiting row is queued again for it; a row
-// still waiting or claimed carries it as it is. Decisions without a
-// passage are left alone.
+// write-up's answer still reaches the Planner as a turn of its own: a
+// decision_answers row still waiting carries it (the turn is built later,
+// without the passage); a row already handed to a turn, or claimed by one,
+// which left the passage to the write-up, waits again for a turn of its
+// own. Decisions without a passage are left alone.
 func (a *Authority) DropPassages(ctx context.Context, ids []string, note string) ([]Record, error) {
 	for _, id := range ids {
 		if _, r := a.lookup(id); r != nil {
@@ -191,8 +191,14 @@ func (a *Authority) DropPassages(ctx context.Context, ids []string, note string)
 		if rec.Origin != FromPlanner || rec.Status != Settled || rec.Answer == nil || rec.Answer.Generation != j.Generation {
 			continue
 		}
-		if _, ok := t.row(id); !ok && !a.Awaited(id) {
-			ans := rec.Answer
+		ans := rec.Answer
+		switch r, ok := t.row(id); {
+		case !ok && !a.Awaited(id), ok && r.State == RowClaimed && r.Generation == ans.Generation:
+			// Handed to a turn that left the passage to the write-up, or
+			// claimed by one that may have (its content was fixed at the
+			// claim): the row leaves that turn and waits for one of its
+			// own. Marking the claimed turn delivered no longer deletes
+			// it, and a restarted claimed turn no longer carries it.
 			t.putRow(id, &AnswerRow{Decision: id, Generation: ans.Generation, By: ans.By, SavedAt: ans.At, State: RowWaiting})
 		}
 	}

@@ -488,3 +488,37 @@ func (e *env) records() []question.Record {
 	e.do(func(a *question.Authority) error { recs = a.Records(); return nil })
 	return recs
 }
+
+// W10: a rewrite that lands while a turn holds the answer's claim (its
+// content fixed at the claim, with the passage left to the write-up)
+// still hands the answer to a turn of its own, once, whether or not Chat
+// had accepted the claimed turn.
+func TestRewriteWhileATurnIsClaimed(t *testing.T) {
+	for _, accepted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("accepted %v", accepted), func(t *testing.T) {
+			e := newEnv(t)
+			a := e.open("a", false, "p-onb")
+			e.save(ana, a, "Invite links")
+			e.do(func(q *question.Authority) error { _, err := q.ClaimAnswers(bg, "turn-x", []string{a}); return err })
+			if accepted {
+				ans, _ := delivery.AnswerOf(e.record(a))
+				if err := e.host.Chat.Accept(bg, doc, delivery.Turn{ID: "turn-x", Doc: doc, Owner: "ana", Answers: []delivery.TurnAnswer{ans}}); err != nil {
+					t.Fatal(err)
+				}
+				e.host.Chat.FinishAll(doc)
+			}
+			res := e.rewrite(keep("title", delivery.Title), keep("h-onb", delivery.Heading), keep("p-ops", delivery.Paragraph))
+			if !slices.Equal(res.Dropped, []string{a}) {
+				t.Fatalf("dropped = %v", res.Dropped)
+			}
+			e.quiesce()
+			deferred, own := turnsOf(e.turnsRun(), a, 1)
+			if want := map[bool]int{false: 0, true: 1}[accepted]; deferred != want || own != 1 {
+				t.Fatalf("%d deferred and %d own turns, want %d and 1", deferred, own, want)
+			}
+			if rows := e.rows(); len(rows) != 0 {
+				t.Fatalf("rows left: %+v", rows)
+			}
+		})
+	}
+}
