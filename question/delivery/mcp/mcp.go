@@ -144,7 +144,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.http.ServeHTTP(w, r)
 }
 
-// Close ends every blocking await_answers call.
+// Close ends every blocking call (await_answers, ask).
 func (h *Handler) Close() error {
 	h.stop()
 	return nil
@@ -259,6 +259,11 @@ func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
 				res, err = toolError(question.Unavailable, fmt.Sprintf("%s failed inside the server", t.def.Name)), nil
 			}
 		}()
+		// Close ends blocking calls (ask, await_answers) too, so a host
+		// shutting down is not held by them.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.ctx, cancel)()
 		args := json.RawMessage(req.Params.Arguments)
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")

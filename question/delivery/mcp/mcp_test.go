@@ -461,3 +461,42 @@ func TestMCPBadInputIsAToolError(t *testing.T) {
 	// The server still serves.
 	r.open(t, cs, "after")
 }
+
+// Closing the handler (a host shutting down) ends blocking calls at once
+// with a tool error; the decision ask opened stays.
+func TestMCPCloseEndsBlockingCalls(t *testing.T) {
+	r := newRig(t)
+	cs := r.mustAgent()
+	done := make(chan *sdk.CallToolResult, 2)
+	for _, c := range []struct {
+		name string
+		args any
+	}{
+		{"ask", map[string]any{"key": "run", "question": "Start a new run?", "options": []map[string]any{{"label": "Yes"}, {"label": "No"}}}},
+		{"await_answers", map[string]any{}},
+	} {
+		go func() {
+			res, err := call(context.Background(), cs, c.name, c.args)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+	}
+	eventually(t, "both calls to block", func() bool {
+		var asked bool
+		_ = r.local.Do(context.Background(), doc, func(a *question.Authority) error { asked = len(a.Records()) == 1; return nil })
+		return asked && r.h.Awaiting(doc)
+	})
+	r.h.Close()
+	for range 2 {
+		select {
+		case res := <-done:
+			if res == nil || !res.IsError {
+				t.Fatalf("a blocking call ended without a tool error: %+v", res)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not end a blocking call")
+		}
+	}
+}
