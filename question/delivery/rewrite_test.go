@@ -160,6 +160,13 @@ func TestWholeDocumentRewrite(t *testing.T) {
 			t.Fatalf("%s reached %d deferred and %d own turns, want %d and %d", x.id, df, own, x.deferred, x.own)
 		}
 	}
+	for _, tn := range turns {
+		for _, x := range tn.Answers {
+			if x.Decision == a && len(x.Passage) == 0 && (!x.PassageDeleted || !strings.Contains(tn.Prompt, "deleted its passage")) {
+				t.Fatalf("the own turn of %s does not say its passage was deleted: %+v\n%s", a, x, tn.Prompt)
+			}
+		}
+	}
 	if df, own := turnsOf(turns, p, 1); df+own != 0 {
 		t.Fatal("a person's decision reached a Planner turn")
 	}
