@@ -194,3 +194,39 @@ func getJSON(t *testing.T, u string, out any) {
 		t.Fatal(fmt.Errorf("GET %s: %w", u, err))
 	}
 }
+
+// The demo's whole-document rewrite keeps the Planner's cards linked: the
+// rollout card, whose paragraph was rewritten into a new block, moves to
+// the Rollout heading; the recovery card keeps its surviving paragraph;
+// both write-ups' passages are dropped.
+func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
+	s := newTestServer(t)
+	ids := s.startDemo()
+	resp, err := http.Post(s.url("/api/demo/rewrite"), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res delivery.UpdateDocumentResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("rewrite: %s, %v", resp.Status, err)
+	}
+	if len(res.Dropped) != 2 || len(res.Relinked) != 1 || res.Relinked[0].Decision != ids["rollout"] || res.Relinked[0].Link != "b7" {
+		t.Fatalf("rewrite = %+v", res)
+	}
+	var plan planView
+	getJSON(t, s.url("/api/plan"), &plan)
+	links := map[string]string{}
+	prev := map[string]string{}
+	last := ""
+	for _, b := range plan.Blocks {
+		if b.Kind == "decision" {
+			links[b.Decision], prev[b.Decision] = b.Link, last
+			continue
+		}
+		last = b.ID
+	}
+	if links[ids["rollout"]] != "b7" || prev[ids["rollout"]] != "b7" || links[ids["recovery"]] != "b5" || links[ids["onboarding"]] != "b3" {
+		t.Fatalf("cards after the rewrite: links %v, after %v", links, prev)
+	}
+}
