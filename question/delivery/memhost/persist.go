@@ -189,7 +189,9 @@ func (c *Chat) State(doc string) ChatState {
 
 // Restore merges a stored state into doc's Chat, without persisting it:
 // notices and turns are kept once per id, stored ones first, so a turn
-// accepted again under the same id before Restore stays one turn.
+// accepted again under the same id before Restore stays one turn. Call it
+// before a Driver watches doc: until then Accepted cannot see what was
+// stored.
 func (c *Chat) Restore(doc string, st ChatState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
