@@ -151,6 +151,9 @@ type Record struct {
 	Revision string `json:"revision,omitempty"`
 	// Passage holds the related block addresses, primary first.
 	Passage []string `json:"passage,omitempty"`
+	// Reviewed is the document revision at which the Planner last
+	// reviewed the passage (anchor_plan); empty until then.
+	Reviewed string `json:"reviewed,omitempty"`
 	// ChildID is the child document's channel id, once it exists.
 	ChildID   string    `json:"childId,omitempty"`
 	CreatedBy string    `json:"createdBy"`

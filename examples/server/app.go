@@ -44,11 +44,15 @@ type app struct {
 	driver  *delivery.Driver
 	tools   *delivery.Tools
 	planner *demoPlanner
+	plan    *planStore // plan.db: the plan and Chat (plan_store.go)
 }
 
 func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 	a := &app{log: log, host: memhost.New()}
 	a.host.Docs.Set(demoDoc, samplePlan()...)
+	if err := a.keepPlan(store); err != nil {
+		return nil, err
+	}
 	for _, p := range personas {
 		a.host.Members.Add(demoDoc, question.Member{Login: p.Login, Write: p.Write})
 		if p.Write {

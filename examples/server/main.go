@@ -6,6 +6,7 @@
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
 //	ACCORD_ADMIN_TOKEN    enables POST /admin/backup for a bearer of this token
+//	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: random, printed)
 //
 // POST /admin/backup answers a consistent copy of the bbolt file, taken
 // while the server serves (docs/OPERATIONS.md: backup and restore). Without
@@ -89,10 +90,14 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
+	defer app.closePlan()
 	mux := http.NewServeMux()
 	mux.Handle("/admin/backup", backupHandler(store, os.Getenv("ACCORD_ADMIN_TOKEN"), log))
 	mux.Handle("/", app.handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -11,8 +11,14 @@
 // passages; open_decision opens one written card placed beside a named
 // block or the first section; ask opens a card and blocks until a person
 // saves it; suggest_choice stores an advisory suggestion that never
-// resolves anything. A turn focused on a decision's page cannot create
-// decisions in the root document.
+// resolves anything; anchor_plan, after the Planner rewrote a passage in
+// the foreground, moves every decision sharing that write scope to the
+// reviewed replacement passage in one commit (CheckPassage: at most eight
+// paragraphs, tables or diagrams in one run, cards between them kept). A
+// host with an Editor also serves edit_plan, whose result lists
+// anchors_pending, and update_document, a whole-document rewrite after
+// which Rewritten keeps the Planner's own cards linked. A turn focused on
+// a decision's page cannot create decisions in the root document.
 //
 // The decision_answers queue lives in package question: saving a decision
 // the Planner left open writes its row in the same commit as the save
@@ -72,6 +78,11 @@
 //
 //	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: local, Document: doc})
 //	for _, t := range tools.Definitions() { agent.Register(t.Name, t.Description, t.InputSchema, t.Handle) }
+//
+// A host whose document is rewritten outside any Planner turn (a
+// workflow's update_document, say) calls Tools.Rewritten with the blocks
+// before and after, or serves update_document through Tools with an
+// Editor, which does it.
 //
 // The host calls Driver.Poke(doc) when a Planner owner appears, a Planner
 // attaches, or a Chat turn ends, and routes every decision command of a

@@ -165,7 +165,7 @@ func (e *env) start() {
 	if e.d, err = delivery.New(opts); err != nil {
 		e.t.Fatal(err)
 	}
-	if e.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: e.local, Document: e.host.Docs}); err != nil {
+	if e.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: e.local, Document: e.host.Docs, Editor: e.host.Docs}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -186,6 +186,10 @@ type TurnAnswer struct {
 	// Passage is the card's passage; when set, the turn leaves it to the
 	// decision's write-up.
 	Passage []string `json:"passage,omitempty"`
+	// PassageDeleted is set when a whole-document rewrite deleted the
+	// card's passage and dropped its write-up: nothing else will state
+	// the answer in the document.
+	PassageDeleted bool `json:"passageDeleted,omitempty"`
 	// Findings are the decision's ready findings: research results,
 	// investigations and the takes of asked members, which the write-up
 	// and the why draft read as context (R10).

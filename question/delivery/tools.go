@@ -33,6 +33,9 @@ type ToolsOptions struct {
 	Planner string
 	// NewKey mints keys for asks sent without one; nil uses random keys.
 	NewKey func() string
+	// Editor, if set, is the host's editable plan: the tools then serve
+	// edit_plan and update_document too.
+	Editor Editor
 }
 
 // Tools are the Planner's decision tools, as library calls and as tool
@@ -455,12 +458,13 @@ type ToolDef struct {
 }
 
 // Definitions returns the tools for a host's agent: open_decisions,
-// open_decision, ask and suggest_choice.
+// open_decision, ask, suggest_choice and anchor_plan, and edit_plan and
+// update_document when the host has an Editor.
 func (t *Tools) Definitions() []ToolDef {
 	type cards struct {
 		Cards []CardInput `json:"cards"`
 	}
-	return []ToolDef{
+	defs := []ToolDef{
 		{
 			Name:        "open_decisions",
 			Description: "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the document revision you read, a stable key and its related block addresses (primary first). Written cards use response \"text\", options [] and multiple false. Returns at once; retrying a key returns the same card.",
@@ -494,7 +498,30 @@ func (t *Tools) Definitions() []ToolDef {
 				return map[string]bool{"ok": true}, nil
 			}),
 		},
+		{
+			Name:        "anchor_plan",
+			Description: "After you rewrote a passage that decisions are anchored to, review the replacement passage and anchor them to it: give the revision you reviewed it at, the decisions whose passage you replaced and the replacement's blocks (primary first; at most 8 paragraphs, tables or diagrams in one run, decision cards between them allowed). Every decision sharing their write scope moves with them, in one commit. It never marks an answer as written and never retries a failed write-up.",
+			InputSchema: json.RawMessage(anchorPlanSchema),
+			Handle:      handler(t.AnchorPlan),
+		},
 	}
+	if t.opts.Editor != nil {
+		defs = append(defs,
+			ToolDef{
+				Name:        "edit_plan",
+				Description: "Edit the plan document at the revision you read: edit a block's text, insert a block after another, or delete a block, all or none. The result lists anchors_pending: decisions whose passage your edit replaced; review the new passage and call anchor_plan for them.",
+				InputSchema: json.RawMessage(editPlanSchema),
+				Handle:      handler(t.EditPlan),
+			},
+			ToolDef{
+				Name:        "update_document",
+				Description: "Replace the whole plan document, as a workflow run does. Give a block's id to keep that block; blocks without an id are new. Your own cards stay linked (to the nearest surviving heading when their block went); other cards' passages are reported in anchors_pending.",
+				InputSchema: json.RawMessage(updateDocumentSchema),
+				Handle:      handler(t.UpdateDocument),
+			},
+		)
+	}
+	return defs
 }
 
 // handler adapts a typed tool call to a ToolDef handler: the input is
@@ -592,5 +619,63 @@ const suggestSchema = `{
     "options": {"type": "array", "minItems": 1, "items": {"type": "string"}, "description": "the option ids you would pick"}
   },
   "required": ["decision", "options"],
+  "additionalProperties": false
+}`
+
+const anchorPlanSchema = `{
+  "type": "object",
+  "properties": {
+    "revision": {"type": "string", "minLength": 1, "description": "the document revision at which you reviewed the replacement passage"},
+    "decisions": {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "string", "minLength": 1}, "description": "decisions whose passage you replaced; the rest of their write scope moves with them"},
+    "blocks": {"type": "array", "minItems": 1, "maxItems": 8, "items": {"type": "string", "minLength": 1}, "description": "the replacement passage's blocks, primary first"}
+  },
+  "required": ["revision", "decisions", "blocks"],
+  "additionalProperties": false
+}`
+
+const blockKindSchema = `{"type": "string", "enum": ["title", "heading", "paragraph", "table", "diagram"]}`
+
+var editPlanSchema = `{
+  "type": "object",
+  "properties": {
+    "revision": {"type": "string", "minLength": 1, "description": "the document revision you read"},
+    "edits": {
+      "type": "array", "minItems": 1, "maxItems": 100,
+      "items": {
+        "type": "object",
+        "properties": {
+          "op": {"type": "string", "enum": ["edit", "insert", "delete"]},
+          "block": {"type": "string", "description": "the block to edit or delete"},
+          "after": {"type": "string", "description": "insert after this block; omitted inserts first"},
+          "kind": ` + blockKindSchema + `,
+          "text": {"type": "string"}
+        },
+        "required": ["op"],
+        "additionalProperties": false
+      }
+    }
+  },
+  "required": ["revision", "edits"],
+  "additionalProperties": false
+}`
+
+var updateDocumentSchema = `{
+  "type": "object",
+  "properties": {
+    "blocks": {
+      "type": "array", "minItems": 1, "maxItems": 2000,
+      "items": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string", "description": "an existing block's id to keep it; omit for a new block"},
+          "kind": ` + blockKindSchema + `,
+          "text": {"type": "string"}
+        },
+        "required": ["kind", "text"],
+        "additionalProperties": false
+      }
+    }
+  },
+  "required": ["blocks"],
   "additionalProperties": false
 }`

@@ -19,7 +19,8 @@ func AnswerOf(rec question.Record) (TurnAnswer, bool) {
 	}
 	out := TurnAnswer{
 		Decision: rec.ID, Generation: rec.Answer.Generation, By: rec.Answer.By, SavedAt: rec.Answer.At,
-		Passage: slices.Clone(rec.Passage),
+		Passage:        slices.Clone(rec.Passage),
+		PassageDeleted: rec.WriteUp != nil && rec.WriteUp.State == question.JobDropped && rec.WriteUp.Generation == rec.Answer.Generation,
 	}
 	for _, q := range rec.Definition.Questions {
 		aq := AnsweredQuestion{Question: q.Text, Written: q.Written()}
@@ -123,6 +124,9 @@ func TurnPrompt(answers []TurnAnswer) string {
 		writeAnswer(&b, a, "   ")
 		if len(a.Passage) > 0 {
 			fmt.Fprintf(&b, "   Its passage (%s) is updated by its own write-up; leave that passage to it.\n", strings.Join(a.Passage, ", "))
+		}
+		if a.PassageDeleted {
+			b.WriteString("   A rewrite of the whole document deleted its passage, so no write-up will state this answer; put it into the plan where it belongs.\n")
 		}
 	}
 	return b.String()

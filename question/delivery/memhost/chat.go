@@ -20,12 +20,49 @@ type Chat struct {
 	after    func(doc string, t delivery.Turn) error
 	onTurn   func(doc string, t delivery.Turn)
 	changed  func(doc string)
+	waits    map[string]chan struct{} // closed at the next accept or finish
+	persist  func(doc string, st ChatState) error
 }
 
 // NewChat returns an empty Chat.
 func NewChat() *Chat {
 	return &Chat{notices: map[string][]delivery.Notice{}, turns: map[string][]delivery.Turn{},
-		accepted: map[string]map[string]bool{}, running: map[string]map[string]bool{}}
+		accepted: map[string]map[string]bool{}, running: map[string]map[string]bool{}, waits: map[string]chan struct{}{}}
+}
+
+// wake closes doc's change channel; c.mu is held.
+func (c *Chat) wake(doc string) {
+	if ch, ok := c.waits[doc]; ok {
+		close(ch)
+		delete(c.waits, doc)
+	}
+}
+
+// Changed returns a channel that is closed when the next turn of doc is
+// accepted or a running one finishes.
+func (c *Chat) Changed(doc string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.waits[doc]
+	if !ok {
+		ch = make(chan struct{})
+		c.waits[doc] = ch
+	}
+	return ch
+}
+
+// Pending returns the accepted turns of doc that have not finished, oldest
+// first: what a remote Planner still has to run.
+func (c *Chat) Pending(doc string) []delivery.Turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []delivery.Turn
+	for _, t := range c.turns[doc] {
+		if c.running[doc][t.ID] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Post implements delivery.Chat.
@@ -38,9 +75,10 @@ func (c *Chat) Post(ctx context.Context, doc string, n delivery.Notice) error {
 	if c.accepted[doc][n.ID] {
 		return nil
 	}
+	st := c.state(doc)
 	c.mark(doc, n.ID)
 	c.notices[doc] = append(c.notices[doc], n)
-	return nil
+	return c.save(doc, st)
 }
 
 func (c *Chat) mark(doc, id string) {
@@ -67,6 +105,7 @@ func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
 	c.mu.Lock()
 	fresh := !c.accepted[doc][t.ID]
 	if fresh {
+		st := c.state(doc)
 		c.mark(doc, t.ID)
 		c.notices[doc] = append(c.notices[doc], delivery.Notice{ID: t.ID, Text: t.Notice})
 		c.turns[doc] = append(c.turns[doc], t)
@@ -74,6 +113,11 @@ func (c *Chat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
 			c.running[doc] = map[string]bool{}
 		}
 		c.running[doc][t.ID] = true
+		if err := c.save(doc, st); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.wake(doc)
 	}
 	c.mu.Unlock()
 	if fresh && onTurn != nil {
@@ -116,11 +160,20 @@ func (c *Chat) Running(doc string) int {
 	return len(c.running[doc])
 }
 
-// Finish ends a running turn; the Chat is free again once none runs.
+// Finish ends a running turn; the Chat is free again once none runs. It
+// returns false if the turn was not running (or persisting its end failed).
 func (c *Chat) Finish(doc, id string) bool {
 	c.mu.Lock()
 	ok := c.running[doc][id]
-	delete(c.running[doc], id)
+	if ok {
+		st := c.state(doc)
+		delete(c.running[doc], id)
+		if err := c.save(doc, st); err != nil {
+			ok = false // still running: it ends when a Finish is kept
+		} else {
+			c.wake(doc)
+		}
+	}
 	changed := c.changed
 	c.mu.Unlock()
 	if ok && changed != nil {

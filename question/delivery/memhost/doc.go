@@ -16,7 +16,12 @@
 //	d, err := delivery.New(opts)
 //	h.Runtime.OnChange(func(string) { d.PokeAll() }) // an owner appearing, a Planner attaching, a turn ending
 //
-// Everything is held in memory and lost with the process; Chat records
+// Documents is also a delivery.Editor (edit_plan, update_document) and a
+// delivery.Relinker (cards and anchors move after a rewrite).
+//
+// Everything is held in memory and lost with the process, unless the host
+// installs Persist on Documents and Chat (every change is then handed to it
+// before it is reported done) and Restores what it stored at start; Chat records
 // accepted turns so that Accepted answers for as long as the Host lives.
 // Accepted turns count as running (the Chat is busy) until Chat.Finish.
 package memhost

@@ -20,8 +20,9 @@ var ErrNoBlock = errors.New("memhost: no such block")
 // by one with every change; each block remembers the revision that last
 // changed it. It is safe for concurrent use.
 type Documents struct {
-	mu   sync.Mutex
-	docs map[string]*document
+	mu      sync.Mutex
+	docs    map[string]*document
+	persist func(doc string, st DocState) error
 }
 
 type document struct {
@@ -30,6 +31,7 @@ type document struct {
 	receipts map[delivery.Receipt]bool
 	anchors  map[string][]string
 	applied  int
+	minted   uint64 // ids minted for new blocks ("n<k>")
 }
 
 type block struct {
@@ -65,16 +67,19 @@ func (x *document) count(id string) int {
 
 func revision(n uint64) string { return "r" + strconv.FormatUint(n, 10) }
 
-// Set replaces the document's blocks (as one change).
+// Set replaces the document's blocks (as one change). It is for setting a
+// document up: if persisting it fails the document stays as it was.
 func (d *Documents) Set(doc string, blocks ...delivery.Block) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	x.rev++
-	x.blocks = x.blocks[:0]
+	x.blocks = nil
 	for _, b := range blocks {
 		x.blocks = append(x.blocks, &block{Block: b, changed: x.rev})
 	}
+	_ = d.commit(doc, x, before) // setting up; a failed persist leaves it as it was
 }
 
 // Edit changes a block's text.
@@ -82,13 +87,14 @@ func (d *Documents) Edit(doc, id, text string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	i := x.find(id)
 	if i < 0 {
 		return fmt.Errorf("%w: %s", ErrNoBlock, id)
 	}
 	x.rev++
 	x.blocks[i].Text, x.blocks[i].changed = text, x.rev
-	return nil
+	return d.commit(doc, x, before)
 }
 
 // Insert puts b after block after ("" puts it first). The id may repeat
@@ -97,6 +103,7 @@ func (d *Documents) Insert(doc, after string, b delivery.Block) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	at := 0
 	if after != "" {
 		i := x.find(after)
@@ -107,7 +114,7 @@ func (d *Documents) Insert(doc, after string, b delivery.Block) error {
 	}
 	x.rev++
 	x.blocks = slices.Insert(x.blocks, at, &block{Block: b, changed: x.rev})
-	return nil
+	return d.commit(doc, x, before)
 }
 
 // Delete removes a block.
@@ -115,13 +122,14 @@ func (d *Documents) Delete(doc, id string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	i := x.find(id)
 	if i < 0 {
 		return fmt.Errorf("%w: %s", ErrNoBlock, id)
 	}
 	x.rev++
 	x.blocks = slices.Delete(x.blocks, i, i+1)
-	return nil
+	return d.commit(doc, x, before)
 }
 
 // Blocks returns the document's blocks in order.
@@ -221,6 +229,7 @@ func (d *Documents) Place(ctx context.Context, doc string, cards []delivery.Plac
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	for _, p := range cards {
 		if slices.ContainsFunc(x.blocks, func(b *block) bool { return b.Kind == delivery.Card && b.Decision == p.Decision }) {
 			continue
@@ -236,7 +245,7 @@ func (d *Documents) Place(ctx context.Context, doc string, cards []delivery.Plac
 		card := delivery.Block{ID: "card-" + p.Decision, Kind: delivery.Card, Decision: p.Decision, Link: p.Link}
 		x.blocks = slices.Insert(x.blocks, at, &block{Block: card, changed: x.rev})
 	}
-	return nil
+	return d.commit(doc, x, before)
 }
 
 // ApplyWriteUp implements delivery.Document: source, anchors and receipts
@@ -249,6 +258,7 @@ func (d *Documents) ApplyWriteUp(ctx context.Context, doc string, w delivery.Wri
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	x := d.doc(doc)
+	before := x.clone()
 	if len(w.Receipts) > 0 && !slices.ContainsFunc(w.Receipts, func(r delivery.Receipt) bool { return !x.receipts[r] }) {
 		return nil
 	}
@@ -283,5 +293,5 @@ func (d *Documents) ApplyWriteUp(ctx context.Context, doc string, w delivery.Wri
 		x.receipts[r] = true
 	}
 	x.applied++
-	return nil
+	return d.commit(doc, x, before)
 }

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/delivery/mcp"
+	"github.com/accord-crdt/accord/sync/replica"
+)
+
+type bearerRT struct{ token string }
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func mcpAgent(t *testing.T, addr, token string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint: "http://" + addr + "/mcp?doc=" + demoDoc, HTTPClient: &http.Client{Transport: bearerRT{token}}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func mcpCall(t *testing.T, cs *sdk.ClientSession, name string, args, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	txt := res.Content[0].(*sdk.TextContent).Text
+	if res.IsError {
+		t.Fatalf("%s: tool error %s", name, txt)
+	}
+	if err := json.Unmarshal([]byte(txt), out); err != nil {
+		t.Fatalf("%s: %v in %s", name, err, txt)
+	}
+}
+
+// The example serves the Planner's tools at /mcp behind its bearer token:
+// an agent opens a decision and it appears in the page's plan; a save made
+// through the sync protocol (as the page saves) reaches the agent's
+// await_answers exactly once, also after the agent's connection drops and
+// it calls again on a new one.
+func TestMCPEndpoint(t *testing.T) {
+	t.Setenv("ACCORD_MCP_TOKEN", "example-token")
+	s := newTestServer(t)
+	base := "http://" + s.addr
+
+	resp, err := http.Post(base+"/mcp?doc="+demoDoc, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the token: %s", resp.Status)
+	}
+
+	agent := mcpAgent(t, s.addr, "example-token")
+	var plan struct {
+		Revision string `json:"revision"`
+	}
+	getJSON(t, base+"/api/plan", &plan)
+	var opened []delivery.Opened
+	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
+		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
+		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
+	}}}, &opened)
+	id := opened[0].ID
+	var page struct {
+		Blocks []struct{ Kind, Decision, Link string } `json:"blocks"`
+	}
+	getJSON(t, base+"/api/plan", &page)
+	found := false
+	for _, b := range page.Blocks {
+		found = found || (b.Kind == "decision" && b.Decision == id && b.Link == "b3")
+	}
+	if !found {
+		t.Fatalf("the agent's card is not in the page's plan: %+v", page.Blocks)
+	}
+
+	// The agent waits; ana saves the answer in the page.
+	got := make(chan mcp.Awaited, 1)
+	go func() {
+		var out mcp.Awaited
+		ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+		defer cancel()
+		res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "await_answers", Arguments: map[string]any{}})
+		if err == nil && !res.IsError {
+			err = json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &out)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		got <- out
+	}()
+	ana, err := replica.Dial(context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode(), replica.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ana.Close()
+	deadline := time.Now().Add(waitTime)
+	for {
+		rec, ok := ana.Record(id)
+		if ok && ana.SetText(id, rec.Definition.Questions[0].ID, "Welcome aboard") == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the decision never reached ana's page")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+	defer cancel()
+	if err := ana.Flush(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ana.Submit(ctx, id); err != nil || !res[0].OK {
+		t.Fatalf("save: %+v %v", res, err)
+	}
+	var first mcp.Awaited
+	select {
+	case first = <-got:
+	case <-time.After(waitTime):
+		t.Fatal("the save never reached the agent")
+	}
+	if first.Turn == nil || len(first.Turn.Answers) != 1 || first.Turn.Answers[0].Decision != id || first.Turn.Answers[0].Questions[0].Answer != "Welcome aboard" {
+		t.Fatalf("turn = %+v", first.Turn)
+	}
+
+	// The connection drops before the agent finished the turn: on a new
+	// one it gets the same turn, then, once done, nothing more.
+	agent.Close()
+	again := mcpAgent(t, s.addr, "example-token")
+	var second mcp.Awaited
+	mcpCall(t, again, "await_answers", map[string]any{"wait_seconds": 5}, &second)
+	if second.Turn == nil || second.Turn.ID != first.Turn.ID {
+		t.Fatalf("after the drop: %+v, want turn %s", second.Turn, first.Turn.ID)
+	}
+	var third mcp.Awaited
+	mcpCall(t, again, "await_answers", map[string]any{"done": first.Turn.ID, "wait_seconds": 1}, &third)
+	if third.Turn != nil {
+		t.Fatalf("a second turn came: %+v", third.Turn)
+	}
+	var chat struct {
+		Notices []struct{ ID, Text string } `json:"notices"`
+	}
+	getJSON(t, base+"/api/chat", &chat)
+	n := 0
+	for _, no := range chat.Notices {
+		if no.ID == first.Turn.ID {
+			n++
+		}
+		if strings.HasPrefix(no.ID, "turn-turn") {
+			t.Fatalf("the demo Planner took the agent's turn: %+v", no)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the turn's notice appears %d times: %+v", n, chat.Notices)
+	}
+}
+
+func getJSON(t *testing.T, u string, out any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(fmt.Errorf("GET %s: %w", u, err))
+	}
+}
+
+// The demo's whole-document rewrite keeps the Planner's cards linked: the
+// rollout card, whose paragraph was rewritten into a new block, moves to
+// the Rollout heading; the recovery card keeps its surviving paragraph;
+// both write-ups' passages are dropped.
+func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
+	s := newTestServer(t)
+	ids := s.startDemo()
+	resp, err := http.Post(s.url("/api/demo/rewrite"), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res delivery.UpdateDocumentResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("rewrite: %s, %v", resp.Status, err)
+	}
+	if len(res.Dropped) != 2 || len(res.Relinked) != 1 || res.Relinked[0].Decision != ids["rollout"] || res.Relinked[0].Link != "b7" {
+		t.Fatalf("rewrite = %+v", res)
+	}
+	var plan planView
+	getJSON(t, s.url("/api/plan"), &plan)
+	links := map[string]string{}
+	prev := map[string]string{}
+	last := ""
+	for _, b := range plan.Blocks {
+		if b.Kind == "decision" {
+			links[b.Decision], prev[b.Decision] = b.Link, last
+			continue
+		}
+		last = b.ID
+	}
+	if links[ids["rollout"]] != "b7" || prev[ids["rollout"]] != "b7" || links[ids["recovery"]] != "b5" || links[ids["onboarding"]] != "b3" {
+		t.Fatalf("cards after the rewrite: links %v, after %v", links, prev)
+	}
+}

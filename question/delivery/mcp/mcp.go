@@ -1,0 +1,386 @@
+// Package mcp serves the Planner's tools over the Model Context Protocol
+// (streamable HTTP, github.com/modelcontextprotocol/go-sdk), so a real AI
+// agent can be the Planner of a document.
+//
+// It serves every tool of delivery.Tools.Definitions (open_decisions,
+// open_decision, ask, suggest_choice, anchor_plan, and the host's
+// edit_plan and update_document when it has a delivery.Editor) with their
+// JSON schemas, and await_answers: a blocking call that returns the next
+// Planner turn carrying saved answers.
+//
+// # Turns exactly once
+//
+// Turns are made by the delivery.Driver as for any host: the waiting
+// answers are claimed under a fresh id, Chat accepts the turn (its notice
+// carries that id), and the answers are marked delivered. Chat's accepted
+// turns then wait for the agent: await_answers returns the oldest one that
+// has not finished, with the claim id. The agent passes that id back as
+// done on its next call, which finishes the turn (Chat is busy until then,
+// so no other turn starts meanwhile). If the agent's connection drops
+// after the claim, even after the turn was sent, its next call returns the
+// same turn under the same id, never a second one; a call the client
+// cancels or abandons returns at once and changes nothing.
+//
+// # Usage
+//
+//	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Turns: host.Chat, Token: token, OnAwait: driver.Poke})
+//	mux.Handle("/mcp", h) // the agent connects to /mcp?doc=plan-1 with "Authorization: Bearer <token>"
+//	defer h.Close()
+//
+// Bad tool input (not matching the schema, unknown fields, refused by the
+// library) gets a tool error naming the field, never a protocol error or a
+// crash.
+package mcp
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/question/delivery"
+)
+
+// Turns is the host's Chat as a remote Planner reads it: the turns Chat
+// accepted that have not finished (oldest first), Finish, which ends one
+// (false if it was not running), and Changed, a channel closed at the next
+// accept or finish of a document. memhost.Chat implements it.
+type Turns interface {
+	Pending(doc string) []delivery.Turn
+	Finish(doc, id string) bool
+	Changed(doc string) <-chan struct{}
+}
+
+// Options configures a Handler. Tools is required.
+type Options struct {
+	Tools *delivery.Tools
+	// Turns, if set, serves await_answers.
+	Turns Turns
+	// Token is the bearer token every request must carry; "" serves
+	// without authentication (tests, a loopback-only host that checks
+	// elsewhere).
+	Token string
+	// Doc picks the document a session acts on from its first request;
+	// nil reads the "doc" query parameter. An error refuses the session.
+	Doc func(r *http.Request) (string, error)
+	// OnAwait runs when an await_answers call starts waiting for doc, e.g.
+	// Driver.Poke, so a turn that was waiting for a Planner starts now.
+	OnAwait func(doc string)
+	// SessionTimeout closes sessions idle that long; zero means 30 minutes.
+	SessionTimeout time.Duration
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Handler serves the tools over streamable HTTP. It is safe for
+// concurrent use.
+type Handler struct {
+	opts    Options
+	http    http.Handler
+	ctx     context.Context
+	stop    context.CancelFunc
+	mu      sync.Mutex
+	servers map[string]*sdk.Server
+	waiting map[string]int
+	last    map[string]time.Time // when an await_answers call last waited or returned
+}
+
+// NewHandler returns a Handler.
+func NewHandler(opts Options) (*Handler, error) {
+	if opts.Tools == nil {
+		return nil, errors.New("mcp: Options.Tools is required")
+	}
+	if opts.Doc == nil {
+		opts.Doc = func(r *http.Request) (string, error) {
+			if d := r.URL.Query().Get("doc"); d != "" {
+				return d, nil
+			}
+			return "", errors.New("name the document: ?doc=<id>")
+		}
+	}
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{opts: opts, servers: map[string]*sdk.Server{}, waiting: map[string]int{}, last: map[string]time.Time{}}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	// The tools are checked once here, so a bad schema fails the host at
+	// start rather than an agent later.
+	if _, err := h.tools(); err != nil {
+		return nil, err
+	}
+	h.http = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{
+		Logger: opts.Logger, SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
+	})
+	return h, nil
+}
+
+// ServeHTTP checks the bearer token and the document, then serves MCP.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="accord"`)
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+	}
+	if _, err := h.opts.Doc(r); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.http.ServeHTTP(w, r)
+}
+
+// Close ends every blocking call (await_answers, ask).
+func (h *Handler) Close() error {
+	h.stop()
+	return nil
+}
+
+// Awaiting reports whether an await_answers call waits for doc's next
+// turn: a host under a remote harness counts the agent as attached then.
+func (h *Handler) Awaiting(doc string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waiting[doc] > 0
+}
+
+// Attached reports whether an agent takes doc's turns: an await_answers
+// call waits, or one returned within the session timeout (the agent is
+// working on a turn). A host runs turns itself only while none is.
+func (h *Handler) Attached(doc string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	last, ok := h.last[doc]
+	return h.waiting[doc] > 0 || (ok && time.Since(last) < h.opts.SessionTimeout)
+}
+
+func (h *Handler) touch(doc string, delta int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waiting[doc] += delta
+	h.last[doc] = time.Now()
+}
+
+// tool is one served tool: its definition and the schema its input is
+// validated against.
+type tool struct {
+	def    delivery.ToolDef
+	schema *jsonschema.Resolved
+}
+
+func (h *Handler) tools() ([]tool, error) {
+	defs := h.opts.Tools.Definitions()
+	if h.opts.Turns != nil {
+		defs = append(defs, delivery.ToolDef{
+			Name:        "await_answers",
+			Description: "Wait for the next Planner turn carrying answers people saved to decisions you left open, and get it: its id, the Chat notice, a prompt and each answer. Pass the id of the turn you finished as done; until then every call returns that same turn again. Cards with a passage are written up by their own write-up; act on the rest.",
+			InputSchema: json.RawMessage(awaitSchema),
+			Handle:      h.await,
+		})
+	}
+	out := make([]tool, 0, len(defs))
+	for _, d := range defs {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(d.InputSchema, &s); err != nil {
+			return nil, fmt.Errorf("mcp: schema of %s: %w", d.Name, err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: schema of %s: %w", d.Name, err)
+		}
+		out = append(out, tool{def: d, schema: rs})
+	}
+	return out, nil
+}
+
+// server returns the MCP server of the request's document, one per
+// document, made on first use.
+func (h *Handler) server(r *http.Request) *sdk.Server {
+	doc, err := h.opts.Doc(r)
+	if err != nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.servers[doc]; s != nil {
+		return s
+	}
+	tools, err := h.tools()
+	if err != nil {
+		h.opts.Logger.Error("mcp tools", "err", err)
+		return nil
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "accord", Title: "Accord decisions", Version: "1"}, &sdk.ServerOptions{
+		Logger:       h.opts.Logger,
+		Instructions: "You are the Planner of plan document " + doc + ". Open decisions beside your provisional prose, and call await_answers to receive the answers people save.",
+	})
+	call := delivery.Call{Doc: doc}
+	for _, t := range tools {
+		s.AddTool(&sdk.Tool{Name: t.def.Name, Description: t.def.Description, InputSchema: t.def.InputSchema}, h.handle(call, t))
+	}
+	h.servers[doc] = s
+	return s
+}
+
+// Refused is the content of a tool error: the reason word and a message
+// naming what was wrong.
+type Refused struct {
+	Reason  question.Reason `json:"reason"`
+	Message string          `json:"message"`
+}
+
+func toolError(reason question.Reason, msg string) *sdk.CallToolResult {
+	raw, _ := json.Marshal(Refused{Reason: reason, Message: msg})
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}}
+}
+
+// handle runs one tool call: the input is validated against the tool's
+// schema, then decoded strictly by the tool itself. Every failure is a
+// tool error the agent can read and correct; a panic is one too.
+func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				h.opts.Logger.Error("mcp tool panicked", "tool", t.def.Name, "doc", call.Doc, "panic", p)
+				res, err = toolError(question.Unavailable, fmt.Sprintf("%s failed inside the server", t.def.Name)), nil
+			}
+		}()
+		// Close ends blocking calls (ask, await_answers) too, so a host
+		// shutting down is not held by them.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.ctx, cancel)()
+		args := json.RawMessage(req.Params.Arguments)
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		var v any
+		if err := json.Unmarshal(args, &v); err != nil {
+			return toolError(question.Invalid, "the arguments are not JSON: "+err.Error()), nil
+		}
+		if err := t.schema.Validate(v); err != nil {
+			return toolError(question.Invalid, "the arguments do not fit the schema of "+t.def.Name+": "+err.Error()), nil
+		}
+		out, err := t.def.Handle(ctx, call, args)
+		if err != nil {
+			var r *question.Refusal
+			switch {
+			case errors.As(err, &r):
+				return toolError(r.Reason, r.Message), nil
+			case ctx.Err() != nil:
+				return toolError(question.Unavailable, "the call was cancelled"), nil
+			}
+			h.opts.Logger.Warn("mcp tool failed", "tool", t.def.Name, "doc", call.Doc, "err", err)
+			return toolError(question.Unavailable, err.Error()), nil
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return toolError(question.Unavailable, "cannot encode the result"), nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
+	}
+}
+
+// AwaitInput is the input of await_answers.
+type AwaitInput struct {
+	// Done is the id of the turn the agent finished; that turn ends first.
+	Done string `json:"done,omitempty"`
+	// WaitSeconds bounds the wait; 0 waits until a turn comes or the call
+	// is cancelled. On timeout the result has no turn.
+	WaitSeconds int `json:"wait_seconds,omitempty"`
+}
+
+// Awaited is what await_answers returns.
+type Awaited struct {
+	// Turn is the next turn; nil when the wait timed out.
+	Turn *TurnOut `json:"turn"`
+	// Pending counts the turns waiting, this one included.
+	Pending int `json:"pending"`
+}
+
+// TurnOut is a turn as the agent reads it.
+type TurnOut struct {
+	ID      string                `json:"id"`
+	Notice  string                `json:"notice"`
+	Prompt  string                `json:"prompt"`
+	Answers []delivery.TurnAnswer `json:"answers"`
+}
+
+const maxWait = 3600
+
+func (h *Handler) await(ctx context.Context, call delivery.Call, raw json.RawMessage) (any, error) {
+	var in AwaitInput
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, &question.Refusal{Reason: question.Invalid, Message: "the input does not fit await_answers: " + err.Error()}
+	}
+	if in.WaitSeconds < 0 || in.WaitSeconds > maxWait {
+		return nil, &question.Refusal{Reason: question.Invalid, Message: fmt.Sprintf("wait_seconds is 0 to %d", maxWait)}
+	}
+	if in.Done != "" {
+		// Finishing a turn twice (a lost reply to the call that finished
+		// it) is harmless: the second does nothing.
+		h.opts.Turns.Finish(call.Doc, in.Done)
+	}
+	if in.WaitSeconds > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(in.WaitSeconds)*time.Second)
+		defer cancel()
+	}
+	waiting := false
+	defer func() {
+		if waiting {
+			h.touch(call.Doc, -1)
+		} else {
+			h.touch(call.Doc, 0)
+		}
+	}()
+	for {
+		changed := h.opts.Turns.Changed(call.Doc) // before reading, so no accept slips between
+		if p := h.opts.Turns.Pending(call.Doc); len(p) > 0 {
+			t := p[0]
+			return Awaited{Turn: &TurnOut{ID: t.ID, Notice: t.Notice, Prompt: t.Prompt, Answers: t.Answers}, Pending: len(p)}, nil
+		}
+		if !waiting {
+			waiting = true
+			h.touch(call.Doc, 1)
+			if h.opts.OnAwait != nil {
+				h.opts.OnAwait(call.Doc)
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && in.WaitSeconds > 0 {
+				return Awaited{}, nil
+			}
+			return nil, ctx.Err()
+		case <-h.ctx.Done():
+			return nil, &question.Refusal{Reason: question.Unavailable, Message: "the server is shutting down; call again"}
+		}
+	}
+}
+
+const awaitSchema = `{
+  "type": "object",
+  "properties": {
+    "done": {"type": "string", "maxLength": 200, "description": "the id of the turn you finished; until you pass it, the same turn comes back"},
+    "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 3600, "description": "give up after this long (0: wait until a turn comes)"}
+  },
+  "additionalProperties": false
+}`
