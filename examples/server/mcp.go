@@ -15,7 +15,7 @@ import (
 	"os"
 
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/mcp"
+	"github.com/accord-crdt/accord/sync/mcp"
 )
 
 // withMCP serves the MCP endpoint at /mcp (and the demo's whole-document

@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/mcp"
+	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/sync/replica"
 )
 

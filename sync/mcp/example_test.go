@@ -12,7 +12,7 @@ import (
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/mcp"
+	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
 )
 
