@@ -15,6 +15,7 @@ import (
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/research"
 	"github.com/accord-crdt/accord/sync/server"
 )
 
@@ -44,10 +45,20 @@ type app struct {
 	driver  *delivery.Driver
 	tools   *delivery.Tools
 	planner *demoPlanner
+
+	research *researchHost     // research.go
+	watcher  *research.Watcher // research.go
+	desk     *personaDesk      // personas.go
 }
 
-func newApp(store persist.Store, log *slog.Logger) (*app, error) {
+func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
 	a := &app{log: log, host: memhost.New()}
+	demo.setDefaults()
+	var err error
+	if a.research, err = newResearchHost(demo, log); err != nil {
+		return nil, err
+	}
+	a.desk = newPersonaDesk(demo, log)
 	a.host.Docs.Set(demoDoc, samplePlan()...)
 	for _, p := range personas {
 		a.host.Members.Add(demoDoc, question.Member{Login: p.Login, Write: p.Write})
@@ -59,7 +70,6 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 	// under her, and never claim ownership.
 	a.host.Runtime.SetOwner(demoDoc, "ana")
 
-	var err error
 	a.srv, err = server.New(server.Options{
 		Store:  store,
 		Logger: log,
@@ -77,6 +87,11 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 				a.driver.Poke(doc)
 			}
 		},
+		Research:        a.research,
+		KnownMember:     a.knownMember,
+		FindingsChanged: a.findingsChanged,
+		Opened:          a.opened,
+		EnsureChannel:   a.ensurePage,
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +117,10 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.driver.Watch(demoDoc)
+	if err := a.startResearch(); err != nil {
+		return nil, err
+	}
+	a.desk.start(a.srv)
 	return a, nil
 }
 
@@ -175,6 +194,7 @@ func (a *app) routes(mux *http.ServeMux) {
 		}
 		writeJSON(w, map[string]any{"opened": opened})
 	})
+	a.researchRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 }
 
@@ -195,6 +215,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 // everything it acknowledged.
 func (a *app) shutdown(ctx context.Context) error {
 	a.planner.stop()
+	a.desk.close()
+	a.stopResearch()
 	a.driver.Close()
 	return a.srv.Shutdown(ctx)
 }

@@ -5,6 +5,10 @@
 //	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
+//	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
+//	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
+//	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
+//	ACCORD_PERSONA_DELAY        how soon an asked persona answers (default 3s)
 //
 // The page at / lets you pick a demo member: ana and ben write, rita only
 // reads. A deterministic demo Planner (no network, no model) opens
@@ -69,6 +73,13 @@ func run() error {
 // server commits everything it acknowledged, and the store is closed. The
 // browser tests run it in-process, and restart it on the same folder.
 func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, out io.Writer) error {
+	return serveDemo(ctx, ln, demoFromEnv(data), log, out)
+}
+
+// serveDemo is serve with the demo's research and personas configured
+// (the browser tests shorten their delays).
+func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog.Logger, out io.Writer) error {
+	data := demo.Dir
 	defer ln.Close()
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
@@ -79,7 +90,7 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 	}
 	defer store.Close()
 
-	app, err := newApp(store, log)
+	app, err := newApp(store, log, demo)
 	if err != nil {
 		return err
 	}
