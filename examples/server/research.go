@@ -317,7 +317,7 @@ func result(j *job) question.Work {
 	if j.Kind == question.FindingSpike {
 		return question.Work{
 			Status: question.WorkFinished,
-			Title:  "Investigation: " + orDefault(focus, "how the code does it today"),
+			Title:  "Investigation: " + clipRunes(orDefault(focus, "how the code does it today"), 80),
 			Summary: "Read the sign-in and account packages on the paired machine. The session code already " +
 				"separates proving who someone is from starting their session, so a new channel plugs in " +
 				"beside the password check without touching the workspace screens.",
@@ -325,11 +325,7 @@ func result(j *job) question.Work {
 		}
 	}
 	topic := pickTopic(low)
-	title := topic.title
-	if focus != "" {
-		title = topic.title + " — " + clipRunes(focus, 80)
-	}
-	return question.Work{Status: question.WorkReady, Title: title, Summary: topic.summary,
+	return question.Work{Status: question.WorkReady, Title: topic.title, Summary: topic.summary,
 		Sources: topic.sources, SourceCount: len(topic.sources) + topic.more}
 }
 
@@ -387,24 +383,24 @@ func slug(s string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			if dash && b.Len() > 0 {
 				b.WriteByte('-')
 			}
 			dash = false
 			b.WriteRune(r)
-		default:
+		} else {
 			dash = true
 		}
-		if b.Len() >= 40 {
-			break
-		}
 	}
-	if b.Len() == 0 {
+	out := b.String()
+	if len(out) > 40 {
+		out = strings.TrimRight(out[:40], "-")
+	}
+	if out == "" {
 		return "investigation"
 	}
-	return b.String()
+	return out
 }
 
 // ---- wiring ----
