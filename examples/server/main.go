@@ -12,7 +12,10 @@
 //
 // The page at / lets you pick a demo member: ana and ben write, rita only
 // reads. A deterministic demo Planner (no network, no model) opens
-// decisions, asks a question and acts on the answers people save.
+// decisions, asks a question and acts on the answers people save. A demo
+// research host runs research and investigations (a deterministic fake
+// that takes a few seconds; Ana has a paired machine, Ben none), and demo
+// personas answer when asked (research.go, personas.go).
 package main
 
 import (
