@@ -174,14 +174,15 @@ func (a *app) routes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /api/chat", func(w http.ResponseWriter, r *http.Request) {
 		type notice struct {
-			ID   string `json:"id"`
-			Text string `json:"text"`
+			ID    string `json:"id"`
+			Text  string `json:"text"`
+			Quiet bool   `json:"quiet,omitempty"` // a failure's notice (research.go)
 		}
 		out := struct {
 			Notices []notice `json:"notices"`
 		}{Notices: []notice{}}
 		for _, n := range a.host.Chat.Notices(docParam(r)) {
-			out.Notices = append(out.Notices, notice{ID: n.ID, Text: n.Text})
+			out.Notices = append(out.Notices, notice{ID: n.ID, Text: n.Text, Quiet: n.Quiet})
 		}
 		writeJSON(w, out)
 	})

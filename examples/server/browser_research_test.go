@@ -332,11 +332,11 @@ func TestBrowserAskAndTake(t *testing.T) {
 	ana.waitText("page-status-pill", "Open")
 }
 
-// R5, R2 (paired machine): Ben cannot investigate (no paired machine
+// R5, R2 (paired machine), E3: Ben cannot investigate (no paired machine
 // online, said in the menu); Ana starts an investigation, Ben's Stop is
-// refused with the server's reason, Ana's own Stop stops it. A second
-// investigation finishes with its branch, shown on the page. Research
-// whose focus asks to fail settles failed with a quiet notice.
+// refused with the server's reason, Ana's own Stop on the page (which
+// says Exploring) stops it. Research whose focus asks to fail settles
+// failed with a quiet notice.
 func TestBrowserStopAndInvestigate(t *testing.T) {
 	srv, ids, ana, ben := researchWriters(t, demoOptions{ResearchDelay: 700 * time.Millisecond, InvestigationDelay: 20 * time.Second, Personas: true})
 	id := ids["rollout"]
@@ -360,9 +360,18 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 		t.Fatalf("findings after Ben's refused stop: %+v", fs)
 	}
 
-	ana.openMenu("research-" + id)
-	ana.click("research-stop-" + id)
+	// Ana stops it from the page, which says Exploring meanwhile.
+	ana.click("expand-" + id)
+	ana.waitText("page-status-pill", "Exploring")
+	ana.waitText("finding-"+fs[0].ID, "Investigating…")
+	ana.waitFor("the page's capsule", `$("page-research")?.dataset.state === "running"`)
+	ana.openMenu("page-research")
+	ana.waitText("page-research-focus", "email templates")
+	ana.click("page-research-stop")
 	ana.waitFor("the stopped finding", fmt.Sprintf(`(D(%q).record.findings || [])[0]?.status === "stopped"`, id))
+	ana.waitText("page-status-pill", "Open")
+	ana.waitFor("the page's idle button", `$("page-research")?.dataset.state === "idle"`)
+	ana.click("page-back")
 	ana.waitFor("the idle button", fmt.Sprintf(`$("research-%s")?.dataset.state === "idle"`, id))
 	ana.waitText("findings-"+id, "1 finding")
 
@@ -376,6 +385,7 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 	if fs[1].Status != "failed" {
 		t.Fatalf("the failing research: %+v", fs[1])
 	}
+	ana.waitFor("the failure's quiet notice in Chat", `[...document.querySelectorAll('[data-testid^="chat-notice-"].quiet')].some((e) => e.textContent.includes("Research for “What should we tell existing users?” failed"))`)
 	eventually(t, "the failure's notice", func() (bool, string) {
 		texts := srv.chatTexts()
 		for _, s := range texts {

@@ -857,13 +857,13 @@ function History({ d, nameOf }) {
   );
 }
 
-/** @param {{notices: {id: string, text: string, at?: string}[]}} props */
+/** @param {{notices: {id: string, text: string, at?: string, quiet?: boolean}[]}} props */
 function Chat({ notices }) {
   if (notices.length === 0) return <p class="muted" data-testid="chat-empty">No messages yet.</p>;
   return (
     <ul class="notices" aria-live="polite" data-testid="chat-notices">
       {notices.map((n) => (
-        <li key={n.id} data-testid={`chat-notice-${n.id}`}>
+        <li key={n.id} data-testid={`chat-notice-${n.id}`} class={n.quiet ? "quiet" : undefined}>
           <span>{n.text}</span>
           {n.at && <time dateTime={n.at}>{when(n.at)}</time>}
         </li>
