@@ -257,7 +257,6 @@ func TestBrowserResearchToPage(t *testing.T) {
 	ana.open(srv2, "ana", "page="+id)
 	ana.waitEqual("the Notes after a restart", `$("page-notes")?.dataset.state === "ready" && $("page-notes").value`, "Support says most lockouts follow a new phone. Check with Lily.")
 	ana.waitText("finding-"+f.ID, f.Summary)
-	ana.screenshot(shotDir(t), "page.png", "")
 }
 
 // R8, R9, E3: Ana asks Ben from the card's menu: both cards show the amber
@@ -504,6 +503,14 @@ func TestBrowserPagePhone(t *testing.T) {
 	ana.click("research-ask-" + id)
 	ana.click("ask-" + id + "-demo:omar")
 	ana.waitFor("Omar's take", fmt.Sprintf(`(D(%q).record.findings || []).some((f) => f.ref === "demo:omar" && f.status === "ready")`, id))
+
+	// The page on a desktop: the finding and Omar's take, Notes below.
+	ana.click("findings-" + id)
+	ana.waitText("page-takes", "Objects")
+	ana.typeInto("page-notes", "SMS costs 4 cents a reset and needs a new vendor; Omar wants security to review it first.")
+	ana.waitFor("the note accepted", `(() => { const n = window.accordNotes; return n.welcomed && [...n.decisions.values()].every((d) => !n.unsent(d)) })()`)
+	ana.eval(`(() => { document.activeElement?.blur(); window.scrollTo(0, 0); return true })()`, nil)
+	ana.screenshot(shotDir(t), "page.png", "")
 
 	phone := newBrowser(t, "ana-phone", 390, 844)
 	phone.open(srv, "ana", "page="+id)
