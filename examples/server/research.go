@@ -100,7 +100,7 @@ type researchHost struct {
 	jobs              map[string]*job
 	next              int
 	timers            map[string]*time.Timer
-	closed            bool
+	running, closed   bool // run was called; Close was called
 	firing            sync.WaitGroup
 }
 
@@ -116,12 +116,20 @@ func newResearchHost(o demoOptions, log *slog.Logger) (*researchHost, error) {
 	return h, nil
 }
 
-// onChange sets the function told of every state change (the Watcher's
-// Changed). It is set once, before any work starts.
-func (h *researchHost) onChange(fn func(doc string, kind question.FindingKind, ref string, w question.Work)) {
+// run sets the function told of every state change (the Watcher's
+// Changed) and resumes the timers of the work loaded from the file. Until
+// it is called no timer runs, so nothing needs stopping if the server
+// fails to start.
+func (h *researchHost) run(changed func(doc string, kind question.FindingKind, ref string, w question.Work)) {
 	h.mu.Lock()
-	h.changed = fn
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	h.changed, h.running = changed, true
+	now := time.Now()
+	for _, j := range h.jobs {
+		if j.Work.Status == question.WorkRunning && h.timers[j.ID] == nil {
+			h.arm(j, max(j.Due.Sub(now), 0))
+		}
+	}
 }
 
 type savedJobs struct {
@@ -155,9 +163,7 @@ func (h *researchHost) load() error {
 		if !j.Due.After(now) {
 			j.Work = result(j) // ended while the server was down; its event is lost
 			ended++
-			continue
 		}
-		h.arm(j, j.Due.Sub(now))
 	}
 	if ended > 0 {
 		return h.save()
@@ -211,7 +217,9 @@ func (h *researchHost) start(kind question.FindingKind, doc, decision, focus, by
 		h.next--
 		return "", err
 	}
-	h.arm(j, d)
+	if h.running {
+		h.arm(j, d)
+	}
 	return j.ID, nil
 }
 
@@ -414,7 +422,7 @@ func (a *app) startResearch() error {
 		return err
 	}
 	a.watcher = w
-	a.research.onChange(w.Changed)
+	a.research.run(w.Changed)
 	w.Poke(demoDoc) // the document opens: settle what ended while the server was down
 	return nil
 }

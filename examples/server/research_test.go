@@ -66,6 +66,7 @@ func TestResearchHostRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.run(nil)
 	short, err := h.start(question.FindingResearch, demoDoc, "d1", "passkeys", "ana")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestResearchHostRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Close()
-	h2.onChange(func(doc string, kind question.FindingKind, ref string, w question.Work) {
+	h2.run(func(doc string, kind question.FindingKind, ref string, w question.Work) {
 		mu.Lock()
 		events = append(events, ref+":"+string(w.Status))
 		mu.Unlock()

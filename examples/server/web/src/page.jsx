@@ -200,6 +200,11 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
         <section class="dsection notes" data-testid="page-notes-section" aria-label="Notes">
           <h2>Notes</h2>
           <Notes child={child} />
+          {!childId && !c.write && (
+            <p class="muted small" data-testid="page-no-notes">
+              This decision has no page yet: a writer opens it with Expand.
+            </p>
+          )}
         </section>
       </main>
     </div>
