@@ -384,7 +384,9 @@ export function CardResearch({ c, d, nameOf }) {
  * @param {{c: PageClient, d: Decision}} props
  */
 export function ExpandButton({ c, d }) {
-  if (c.doc.startsWith("question:")) return null;
+  // A discarded decision has nothing left to do (its card keeps no
+  // buttons); a page's own decisions cannot open as pages.
+  if (c.doc.startsWith("question:") || d.record.status === "discarded") return null;
   const can = c.write || !!(/** @type {any} */ (d.record).childId);
   return (
     <button
