@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -327,4 +328,58 @@ func TestPageNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// R2, R3 through the example's wiring: work of another document is not
+// found; work of this one attaches as a running finding, which the
+// watcher settles when the host's work is ready, with one Chat notice.
+func TestResearchSettlesThroughWatcher(t *testing.T) {
+	a := newTestApp(t, demoOptions{ResearchDelay: 100 * time.Millisecond})
+	ctx := context.Background()
+	opened, err := a.planner.start(ctx, demoDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := opened[1].ID
+	ana := question.Member{Login: "ana", Write: true}
+	other, err := a.research.start(question.FindingResearch, "plan-2", "", "", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := a.research.start(question.FindingResearch, demoDoc, id, "passkeys", "ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	explore := func(ref string) (question.FindingResult, error) {
+		var res question.FindingResult
+		err := a.srv.Do(ctx, demoDoc, func(auth *question.Authority) error {
+			var err error
+			res, err = auth.Explore(ctx, ana, question.ExploreRequest{ID: id, Kind: question.FindingResearch, Ref: ref, Focus: "passkeys"}, a.watcher.Check(demoDoc))
+			return err
+		})
+		return res, err
+	}
+	var ref *question.Refusal
+	if _, err := explore(other); !errors.As(err, &ref) || ref.Reason != question.NotFound {
+		t.Fatalf("attaching another document's work: %v, want not_found", err)
+	}
+	res, err := explore(mine)
+	if err != nil || res.Finding.Status != question.FindingRunning {
+		t.Fatalf("attaching: %+v, %v", res.Finding, err)
+	}
+	eventually(t, "the settled finding and its notice", func() (bool, string) {
+		var f question.Finding
+		a.srv.Do(ctx, demoDoc, func(auth *question.Authority) error {
+			r, _ := auth.Record(id)
+			f = r.Findings[0]
+			return nil
+		})
+		n := 0
+		for _, x := range a.host.Chat.Notices(demoDoc) {
+			if x.ID == f.NoticeID() {
+				n++
+			}
+		}
+		return f.Status == question.FindingReady && f.Title == "Passkeys for account recovery" && n == 1, fmt.Sprintf("%+v, %d notices", f, n)
+	})
 }
