@@ -102,9 +102,17 @@ export function pageURL(id, withMember) {
   return u.toString();
 }
 
-/** Shows the page of decision id, or the plan for "". */
+/**
+ * Shows the page of decision id, or the plan for "". Going back to the
+ * plan from a page this tab opened returns in the history, so the
+ * browser's Back does not bring the page up again.
+ */
 export function showPage(/** @type {string} */ id) {
-  history.pushState(null, "", pageURL(id, true));
+  if (!id && history.state?.accordFrom === "plan") {
+    history.back();
+    return;
+  }
+  history.pushState(id ? { accordFrom: new URLSearchParams(location.search).get("page") ? "page" : "plan" } : null, "", pageURL(id, true));
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
