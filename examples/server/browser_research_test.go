@@ -154,7 +154,11 @@ func TestBrowserResearchToPage(t *testing.T) {
 			t.Fatalf("the Research menu lacks %s", row)
 		}
 	}
+	// One row folds open at a time.
+	ana.click("research-spike-" + id)
+	ana.waitFor("the investigation's fold", fmt.Sprintf(`$("fold-spike-%s") && !$("fold-research-%s")`, id, id))
 	ana.click("research-web-" + id)
+	ana.waitFor("the research fold alone", fmt.Sprintf(`$("fold-research-%s") && !$("fold-spike-%s")`, id, id))
 	ana.typeInto("details-research-"+id, "passkeys after a lost phone")
 	ana.eval(fmt.Sprintf(`$("details-research-%s").dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", ctrlKey: true, bubbles: true}))`, id), nil)
 
