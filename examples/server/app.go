@@ -15,6 +15,7 @@ import (
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/research"
 	"github.com/accord-crdt/accord/sync/server"
 )
 
@@ -45,10 +46,20 @@ type app struct {
 	tools   *delivery.Tools
 	planner *demoPlanner
 	plan    *planStore // plan.db: the plan and Chat (plan_store.go)
+
+	research *researchHost     // research.go
+	watcher  *research.Watcher // research.go
+	desk     *personaDesk      // personas.go
 }
 
-func newApp(store persist.Store, log *slog.Logger) (*app, error) {
+func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
 	a := &app{log: log, host: memhost.New()}
+	demo.setDefaults()
+	var err error
+	if a.research, err = newResearchHost(demo, log); err != nil {
+		return nil, err
+	}
+	a.desk = newPersonaDesk(demo, log)
 	a.host.Docs.Set(demoDoc, samplePlan()...)
 	if err := a.keepPlan(store); err != nil {
 		return nil, err
@@ -63,7 +74,6 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 	// under her, and never claim ownership.
 	a.host.Runtime.SetOwner(demoDoc, "ana")
 
-	var err error
 	a.srv, err = server.New(server.Options{
 		Store:  store,
 		Logger: log,
@@ -81,6 +91,11 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 				a.driver.Poke(doc)
 			}
 		},
+		Research:        a.research,
+		KnownMember:     a.knownMember,
+		FindingsChanged: a.findingsChanged,
+		Opened:          a.opened,
+		EnsureChannel:   a.ensurePage,
 	})
 	if err != nil {
 		return nil, err
@@ -106,6 +121,10 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.driver.Watch(demoDoc)
+	if err := a.startResearch(); err != nil {
+		return nil, err
+	}
+	a.desk.start(a.srv)
 	return a, nil
 }
 
@@ -159,14 +178,15 @@ func (a *app) routes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /api/chat", func(w http.ResponseWriter, r *http.Request) {
 		type notice struct {
-			ID   string `json:"id"`
-			Text string `json:"text"`
+			ID    string `json:"id"`
+			Text  string `json:"text"`
+			Quiet bool   `json:"quiet,omitempty"` // a failure's notice (research.go)
 		}
 		out := struct {
 			Notices []notice `json:"notices"`
 		}{Notices: []notice{}}
 		for _, n := range a.host.Chat.Notices(docParam(r)) {
-			out.Notices = append(out.Notices, notice{ID: n.ID, Text: n.Text})
+			out.Notices = append(out.Notices, notice{ID: n.ID, Text: n.Text, Quiet: n.Quiet})
 		}
 		writeJSON(w, out)
 	})
@@ -179,6 +199,7 @@ func (a *app) routes(mux *http.ServeMux) {
 		}
 		writeJSON(w, map[string]any{"opened": opened})
 	})
+	a.researchRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 }
 
@@ -199,6 +220,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 // everything it acknowledged.
 func (a *app) shutdown(ctx context.Context) error {
 	a.planner.stop()
+	a.desk.close()
+	a.stopResearch()
 	a.driver.Close()
 	return a.srv.Shutdown(ctx)
 }

@@ -382,7 +382,8 @@ func TestBrowserReaderCannotEdit(t *testing.T) {
 	ana.choose(markID(rec, q.ID, q.Options[0], q.Criteria[2]), "yes")
 	ana.click("save-" + rec)
 	ana.waitCard(rec, "settled")
-	ana.typeInto("why-input-"+rec, "Every user already has email.")
+	ana.waitText("why-"+rec, " — drafted") // the Planner's draft fills the field first; Ana replaces it
+	ana.replaceText("why-input-"+rec, "Every user already has email.")
 	ana.click("why-save-" + rec)
 	ana.waitText("why-"+rec, "Every user already has email.")
 	ana.waitAccepted(on)

@@ -7,6 +7,10 @@
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
 //	ACCORD_ADMIN_TOKEN    enables POST /admin/backup for a bearer of this token
 //	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: random, printed)
+//	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
+//	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
+//	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
+//	ACCORD_PERSONA_DELAY        how soon an asked persona answers (default 3s)
 //
 // POST /admin/backup answers a consistent copy of the bbolt file, taken
 // while the server serves (docs/OPERATIONS.md: backup and restore). Without
@@ -14,7 +18,10 @@
 //
 // The page at / lets you pick a demo member: ana and ben write, rita only
 // reads. A deterministic demo Planner (no network, no model) opens
-// decisions, asks a question and acts on the answers people save.
+// decisions, asks a question and acts on the answers people save. A demo
+// research host runs research and investigations (a deterministic fake
+// that takes a few seconds; Ana has a paired machine, Ben none), and demo
+// personas answer when asked (research.go, personas.go).
 package main
 
 import (
@@ -76,6 +83,13 @@ func run() error {
 // server commits everything it acknowledged, and the store is closed. The
 // browser tests run it in-process, and restart it on the same folder.
 func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, out io.Writer) error {
+	return serveDemo(ctx, ln, demoFromEnv(data), log, out)
+}
+
+// serveDemo is serve with the demo's research and personas configured
+// (the browser tests shorten their delays).
+func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog.Logger, out io.Writer) error {
+	data := demo.Dir
 	defer ln.Close()
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
@@ -86,7 +100,7 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 	}
 	defer store.Close()
 
-	app, err := newApp(store, log)
+	app, err := newApp(store, log, demo)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,10 @@
 import { render } from "preact";
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
 import * as R from "./replica.js";
-import { Client, display } from "./client.js";
+import { display } from "./client.js";
+import { PageClient as Client } from "./research-client.js";
+import { CardResearch, ExpandButton, FindingsButton, usePageParam } from "./research.jsx";
+import { DecisionPage } from "./page.jsx";
 
 const params = new URLSearchParams(location.search);
 
@@ -118,6 +121,7 @@ function App({ session }) {
   const [pageNote, setPageNote] = useState("");
   const [demoBusy, setDemoBusy] = useState(false);
   const compact = useCompact();
+  const pageId = usePageParam();
   const plan = usePoll(`api/plan?doc=${encodeURIComponent(docId)}`, 1500);
   const chat = usePoll(`api/chat?doc=${encodeURIComponent(docId)}`, 1500);
 
@@ -219,18 +223,21 @@ function App({ session }) {
         </p>
       </div>
 
-      <div class="layout">
-        <main class="plan" data-testid="plan" aria-label="Plan">
-          {plan.error && !plan.data && <p class="muted">The plan could not be loaded ({plan.error}).</p>}
-          {c && <Plan c={c} blocks={blocks} nameOf={nameOf} />}
-        </main>
-        <aside class="chat" data-testid="chat" aria-label="Chat">
-          <h2>Chat</h2>
-          <Chat notices={chat.data?.notices || []} />
-        </aside>
-      </div>
+      {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, valuesOf }} />}
+      {!pageId && (
+        <div class="layout">
+          <main class="plan" data-testid="plan" aria-label="Plan">
+            {plan.error && !plan.data && <p class="muted">The plan could not be loaded ({plan.error}).</p>}
+            {c && <Plan c={c} blocks={blocks} nameOf={nameOf} />}
+          </main>
+          <aside class="chat" data-testid="chat" aria-label="Chat">
+            <h2>Chat</h2>
+            <Chat notices={chat.data?.notices || []} />
+          </aside>
+        </div>
+      )}
 
-      {compact && c && (
+      {compact && c && !pageId && (
         <div class="savebar" data-testid="savebar" role="region" aria-label="Save edited answers">
           <span data-testid="savebar-count">
             {edited.length === 0 ? "No edited answers" : `${edited.length} edited answer${edited.length === 1 ? "" : "s"}`}
@@ -414,6 +421,7 @@ function Card({ c, d, nameOf }) {
             {c.welcomed ? "Sending…" : "Not sent yet"}
           </span>
         )}
+        <ExpandButton c={c} d={d} />
       </header>
       <h3 id={hid} class="sr-only">
         {title}
@@ -431,6 +439,7 @@ function Card({ c, d, nameOf }) {
         </p>
       )}
       <footer class="actions">
+        <FindingsButton c={c} d={d} />
         {open && (
           <>
             <button
@@ -450,6 +459,7 @@ function Card({ c, d, nameOf }) {
             )}
           </>
         )}
+        {open && <CardResearch c={c} d={d} nameOf={nameOf} />}
         {status === "settled" && (
           <button type="button" class="btn outline" data-testid={`reopen-${d.id}`} disabled={!c.write || !!d.busy} onClick={() => c.reopen(d.id)}>
             {d.busy === "reopening" ? "Reopening…" : "Reopen"}
@@ -847,13 +857,13 @@ function History({ d, nameOf }) {
   );
 }
 
-/** @param {{notices: {id: string, text: string, at?: string}[]}} props */
+/** @param {{notices: {id: string, text: string, at?: string, quiet?: boolean}[]}} props */
 function Chat({ notices }) {
   if (notices.length === 0) return <p class="muted" data-testid="chat-empty">No messages yet.</p>;
   return (
     <ul class="notices" aria-live="polite" data-testid="chat-notices">
       {notices.map((n) => (
-        <li key={n.id} data-testid={`chat-notice-${n.id}`}>
+        <li key={n.id} data-testid={`chat-notice-${n.id}`} class={n.quiet ? "quiet" : undefined}>
           <span>{n.text}</span>
           {n.at && <time dateTime={n.at}>{when(n.at)}</time>}
         </li>
