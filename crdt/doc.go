@@ -46,10 +46,14 @@
 //	batch, _ := m.ChangesSince(before)                   // send as the edit
 //
 // Edits travel as ChangesSince batches. The authority applies a member's
-// batch with ApplyChanges, checks the result (State, and that only the
-// current generation's draft changed), and either keeps it, persists the
-// batch and forwards it to every other member (who ApplyChanges it too), or
-// undoes it with Rollback(before) and tells the member to reset. Edits made
+// batch with ApplyEdit, which refuses (ErrShape) any operation that is not
+// a draft value edit (a deleted or replaced draft, marks or choices map or
+// text, a new object, anything of the definition side), checks the result
+// (State, and that only the current generation's draft changed), and either
+// keeps it, persists the batch and forwards it to every other member (who
+// ApplyChanges it), or undoes it with Rollback(before) and tells the member
+// to reset. Its sync sessions are edit sessions (NewEditSession), which
+// apply the changes of sync messages by the same rules. Edits made
 // against an older generation land in that generation's draft, never in
 // the current one.
 //

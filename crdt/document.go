@@ -331,19 +331,32 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 // depend only on changes already in d or in the batch; otherwise
 // nothing is applied and the error wraps ErrMissingDeps.
 func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
+	return d.apply(batch, false)
+}
+
+// ApplyEdit applies a member's draft edit like ApplyChanges, and refuses
+// (wrapping ErrShape, nothing applied) a batch with any operation that is
+// not a draft value edit: it may set or clear mark registers and choices
+// and splice written answers, of any generation, and nothing else. The
+// authority applies every change from a member through it.
+func (d *Doc) ApplyEdit(batch []byte) ([]ChangeHash, error) {
+	return d.apply(batch, true)
+}
+
+func (d *Doc) apply(batch []byte, edit bool) ([]ChangeHash, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
 	if len(batch) > MaxChangesBytes {
 		return nil, errorf(ErrTooLarge, "change batch of %d bytes exceeds %d", len(batch), MaxChangesBytes)
 	}
-	return d.applyRaw(batch)
+	return d.applyRaw(batch, edit)
 }
 
 // applyRaw applies a batch of concatenated change chunks after checking
 // that every dependency is present, and that automerge then really holds
 // every change (none parked for lack of dependencies).
-func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
+func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 	chunks, err := splitChunks(batch)
 	if err != nil {
 		return nil, err
@@ -359,7 +372,7 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 		return nil, nil
 	}
 	raw := d.am.Heads()
-	made, err := d.checkBatchObjects(chunks, raw)
+	bc, err := d.checkBatchObjects(chunks, raw, edit)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +395,7 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 			d.known[h] = true
 		}
 	}
-	d.advanceObjects(raw, made)
+	d.advanceObjects(raw, bc.made)
 	return fresh, nil
 }
 

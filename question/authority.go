@@ -235,14 +235,15 @@ func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
 }
 
 // NewSession starts a sync session with one peer over a decision's
-// document. Changes the peer sends must go through Sync, never straight to
-// the session.
+// document. Changes the peer sends must go through Edit, never straight to
+// the session; an edit session refuses any that would change the
+// document's shape all the same.
 func (a *Authority) NewSession(id string) (*crdt.Session, error) {
 	d, ok := a.decisions[id]
 	if !ok {
 		return nil, refuse(NotFound, "no decision %q", id)
 	}
-	return d.doc.NewSession(), nil
+	return d.doc.NewEditSession(), nil
 }
 
 // txn gathers one command's effects: the records it changes (as copies),

@@ -153,7 +153,7 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	d = a.decisions[id]
 	before := d.doc.Heads()
 	t.touch(id)
-	fresh, err := d.doc.ApplyChanges(changes)
+	fresh, err := d.doc.ApplyEdit(changes)
 	if err != nil {
 		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})
 	}
@@ -209,6 +209,12 @@ func editMessage(err error) string {
 	switch {
 	case errors.Is(err, crdt.ErrMissingDeps):
 		return "the edit depends on changes the server never accepted; sync from the accepted draft"
+	case errors.Is(err, crdt.ErrShape):
+		msg := err.Error()
+		if i := strings.Index(msg, "crdt: edit changes the document's shape: "); i >= 0 {
+			msg = msg[i+len("crdt: edit changes the document's shape: "):]
+		}
+		return "an edit may change only the draft's values: " + msg
 	case errors.Is(err, crdt.ErrTooLarge):
 		return "the edit is too large"
 	}
