@@ -511,6 +511,9 @@ func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash, edit bool) 
 			return batchCheck{}, errorf(ErrMalformed, "change %d: %v", i+1, err)
 		}
 		got, err := decodeChangeOps(skipDeps(body))
+		if errors.Is(err, ErrTooLarge) {
+			return batchCheck{}, err
+		}
 		if err != nil {
 			return batchCheck{}, errorf(ErrMalformed, "change %d: %v", i+1, err)
 		}
@@ -586,15 +589,16 @@ func (d *Doc) objectInfos(heads []ChangeHash) (map[opID]objInfo, error) {
 }
 
 // checkLoadObjects checks the operations of every chunk (of a save,
-// changes, or both, as Load reads them) against the objects they make.
-func checkLoadObjects(chunks [][]byte) error {
+// changes, or both, as Load reads them) against the objects they make, and
+// returns how many there are.
+func checkLoadObjects(chunks [][]byte) (int, error) {
 	var ops []chunkOp
 	for i, c := range chunks {
 		n := i + 1
 		typ := c[8]
 		body, err := chunkBody(c)
 		if err != nil {
-			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+			return 0, errorf(ErrMalformed, "chunk %d: %v", n, err)
 		}
 		var got []chunkOp
 		switch typ {
@@ -609,11 +613,14 @@ func checkLoadObjects(chunks [][]byte) error {
 		default:
 			continue
 		}
+		if errors.Is(err, ErrTooLarge) {
+			return 0, err
+		}
 		if err != nil {
-			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+			return 0, errorf(ErrMalformed, "chunk %d: %v", n, err)
 		}
 		if len(ops)+len(got) > maxChunkOps {
-			return errorf(ErrTooLarge, "more than %d operations", maxChunkOps)
+			return 0, errorf(ErrBudget, "more than %d operations", maxChunkOps)
 		}
 		ops = append(ops, got...)
 	}
@@ -624,9 +631,9 @@ func checkLoadObjects(chunks [][]byte) error {
 		}
 	}
 	if err := checkOpKeys(ops, func(id opID) objKind { return made[id] }); err != nil {
-		return errorf(ErrMalformed, "%v", err)
+		return 0, errorf(ErrMalformed, "%v", err)
 	}
-	return nil
+	return len(ops), nil
 }
 
 // checkOpKeys checks that every operation names a known object with a key
@@ -762,7 +769,7 @@ func decodeOps(cols []column, actors []string, id func(uint64, *opColumns) opID)
 	var out []chunkOp
 	for i := uint64(0); !c.action.done(); i++ {
 		if i == maxChunkOps {
-			return nil, fmt.Errorf("more than %d operations", maxChunkOps)
+			return nil, errorf(ErrBudget, "more than %d operations", maxChunkOps)
 		}
 		var op chunkOp
 		op.id = id(i, &c)

@@ -102,9 +102,26 @@ type Doc struct {
 	// edit is what draft edits check against, read at one revision; see
 	// draftQuestion.
 	edit *editCache
-	// objs is the kind of every object, read at one revision; see
-	// checkBatchObjects.
+	// objs is the kind and role of every object, read at one revision;
+	// see checkBatchObjects.
 	objs *objects
+	// budget is what Load would count of the document as stored, kept up
+	// to date change by change (budgetKnown false until first counted);
+	// marks hold it at recent revisions, for Rollback. See Budget.
+	budget      Budget
+	budgetKnown bool
+	marks       []budgetMark
+	// rebased is set when the document's history was started by Rebase.
+	rebased bool
+	// proven is a save already proven to load back (by Rebase), which
+	// Snapshot returns while the document is still at its revision.
+	proven *provenSave
+}
+
+type provenSave struct {
+	am    *automerge.Doc
+	heads []ChangeHash
+	saved []byte
 }
 
 // editCache holds what a draft edit needs to know of the document, read
@@ -144,6 +161,7 @@ func New(opts Options) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.budgetKnown = true
 	if err := d.am.RootMap().Set("v", int64(formatVersion)); err != nil {
 		return nil, amError("init", err)
 	}
@@ -170,6 +188,7 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 		buf = append(buf, c...)
 	}
 	var am *automerge.Doc
+	ops := 0
 	if len(buf) == 0 {
 		am = automerge.New()
 	} else {
@@ -185,7 +204,7 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 		if err := checkDocChunks(chunks); err != nil {
 			return nil, err
 		}
-		if err := checkLoadObjects(chunks); err != nil {
+		if ops, err = checkLoadObjects(chunks); err != nil {
 			return nil, err
 		}
 		if am, err = automerge.Load(buf); err != nil {
@@ -202,6 +221,8 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 	if err := d.checkSeqs(); err != nil {
 		return nil, err
 	}
+	d.budget.Ops, d.budget.Bytes = ops, n
+	d.budgetKnown = true
 	return d, nil
 }
 
@@ -234,6 +255,9 @@ func (d *Doc) Save() []byte { return d.am.Save() }
 // that case Snapshot falls back to the document's changes, concatenated,
 // which Load reads just the same.
 func (d *Doc) Snapshot() ([]byte, error) {
+	if d.proven != nil && d.proven.am == d.am && sameHeads(d.proven.heads, d.am.Heads()) {
+		return d.proven.saved, nil
+	}
 	saved := d.am.Save()
 	if back, err := automerge.Load(saved); err == nil && sameHeads(back.Heads(), d.am.Heads()) {
 		return saved, nil
@@ -241,6 +265,19 @@ func (d *Doc) Snapshot() ([]byte, error) {
 	changes, err := d.am.Changes()
 	if err != nil {
 		return nil, amError("changes", err)
+	}
+	// The changes count their delete operations, which a compact save
+	// drops: the fallback may be past a limit the compact save was not.
+	ops := 0
+	for _, c := range changes {
+		n, err := changeOps(c.Save())
+		if err != nil {
+			return nil, errorf(ErrMalformed, "own change: %v", err)
+		}
+		ops += n
+	}
+	if ops > MaxDocumentOps {
+		return nil, errorf(ErrBudget, "the changes hold %d operations, more than %d; rebase the document", ops, MaxDocumentOps)
 	}
 	return automerge.SaveChanges(changes), nil
 }
@@ -274,6 +311,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 func (d *Doc) Merge(o *Doc) error {
 	_, err := d.am.Merge(o.am)
 	d.seqs, d.known = nil, nil
+	d.budgetKnown, d.marks = false, nil
 	return amError("merge", err)
 }
 
@@ -377,6 +415,7 @@ func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 		return nil, err
 	}
 	before := sortHeads(raw)
+	d.markBudget(before)
 	if err := d.am.LoadIncremental(batch); err != nil {
 		if rerr := d.Rollback(before); rerr != nil {
 			return nil, rerr
@@ -396,6 +435,7 @@ func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 		}
 	}
 	d.advanceObjects(raw, bc.made)
+	d.addBudget(bc.ops, len(batch), len(fresh))
 	return fresh, nil
 }
 
@@ -411,6 +451,7 @@ func (d *Doc) Rollback(heads Heads) error {
 	}
 	d.am = am
 	d.seqs, d.known = nil, nil
+	d.rollbackBudget(heads)
 	return nil
 }
 
@@ -427,6 +468,9 @@ func (d *Doc) commit(msg string) error {
 		}
 		return amError("commit", err)
 	}
+	if d.budgetKnown {
+		d.countLocal(h)
+	}
 	if d.known != nil {
 		d.known[h] = true
 	}
@@ -434,6 +478,27 @@ func (d *Doc) commit(msg string) error {
 		d.seqs[string(d.actor)]++
 	}
 	return nil
+}
+
+// countLocal adds a committed local change to the budget. If the change
+// cannot be read back, the budget is counted again when next asked for.
+func (d *Doc) countLocal(h automerge.ChangeHash) {
+	c, err := d.am.Change(h)
+	if err != nil {
+		d.budgetKnown, d.marks = false, nil
+		return
+	}
+	raw := c.Save()
+	n, err := changeOps(raw)
+	if err != nil {
+		d.budgetKnown, d.marks = false, nil
+		return
+	}
+	// A local change depends on exactly the heads before it (asking
+	// automerge for heads before committing would close the pending
+	// transaction).
+	d.markBudget(sortHeads(c.Dependencies()))
+	d.addBudget(n, len(raw), 1)
 }
 
 // errEmptyCommit is the text of the error automerge-go's Commit returns
