@@ -15,10 +15,17 @@ import (
 	"github.com/accord-crdt/accord/question"
 )
 
+// fatalT is what the fixtures below need of a *testing.T or *rapid.T.
+type fatalT interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // boltFixture is an authority over a real bbolt file that can be closed
 // and opened again.
 type boltFixture struct {
-	t    testing.TB
+	t    fatalT
 	path string
 	st   *boltstore.Store
 	a    *question.Authority
@@ -26,16 +33,26 @@ type boltFixture struct {
 	n    int
 }
 
-func newBoltFixture(t testing.TB) *boltFixture {
+func newBoltFixture(t *testing.T) *boltFixture {
 	t.Helper()
-	f := &boltFixture{t: t, path: filepath.Join(t.TempDir(), "accord.db"), now: time.Date(2026, 10, 19, 9, 0, 0, 0, time.UTC)}
-	f.reopen()
-	t.Cleanup(func() {
-		if f.st != nil {
-			f.st.Close()
-		}
-	})
+	f := openBoltFixture(t, t.TempDir())
+	t.Cleanup(f.close)
 	return f
+}
+
+// openBoltFixture opens a fresh store file in dir.
+func openBoltFixture(t fatalT, dir string) *boltFixture {
+	t.Helper()
+	f := &boltFixture{t: t, path: filepath.Join(dir, "accord.db"), now: time.Date(2026, 10, 19, 9, 0, 0, 0, time.UTC)}
+	f.reopen()
+	return f
+}
+
+func (f *boltFixture) close() {
+	if f.st != nil {
+		f.st.Close()
+		f.st = nil
+	}
 }
 
 // reopen closes the store (if open) and opens the file again with a fresh
@@ -47,7 +64,10 @@ func (f *boltFixture) reopen() {
 			f.t.Fatal(err)
 		}
 	}
-	st, err := boltstore.Open(f.path, nil)
+	// NoSync: the file is closed and opened again in this process, which
+	// reads what was written whether or not it reached the disk; an fsync
+	// per command would make these tests wait on the disk, not the code.
+	st, err := boltstore.Open(f.path, &boltstore.Options{NoSync: true})
 	if err != nil {
 		f.t.Fatal(err)
 	}
