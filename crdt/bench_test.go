@@ -245,7 +245,7 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 			rawSplice(b, x)
 			b.StartTimer()
 			exchange()
-			if !sameHeads(x.Heads(), y.Heads()) {
+			if !sameHeads(fromAM(x.Heads()), fromAM(y.Heads())) {
 				b.Fatal("not in sync")
 			}
 		}

@@ -267,7 +267,7 @@ func (d *Doc) Rebase() (*Doc, error) {
 		return nil, errorf(ErrMalformed, "rebased document reads differently")
 	}
 	back.rebased = true
-	back.proven = &provenSave{am: back.am, heads: back.am.Heads(), saved: saved}
+	back.proven = &provenSave{am: back.am, heads: back.amHeads(), saved: saved}
 	back.budget.BaseOps = back.budget.Ops
 	if err := back.budget.Err(); err != nil {
 		return nil, err

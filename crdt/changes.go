@@ -82,7 +82,7 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, er
 		return nil, nil, err
 	}
 	counts = maps.Clone(counts)
-	if err := replayChanges(parsed, func(h automerge.ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
+	if err := replayChanges(parsed, func(h ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
 		return nil, nil, err
 	}
 	return fresh, counts, nil
@@ -561,7 +561,7 @@ func (d *Doc) advanceObjects(before []ChangeHash, made map[opID]objInfo) {
 		return
 	}
 	maps.Copy(o.infos, made)
-	o.heads = d.am.Heads()
+	o.heads = d.amHeads()
 }
 
 // objectInfos returns the kind and role of every object of d, at heads

@@ -29,8 +29,32 @@ const (
 // refused rather than misread.
 const formatVersion = 1
 
-// ChangeHash identifies one automerge change.
-type ChangeHash = automerge.ChangeHash
+// ChangeHash identifies one change: the SHA-256 of its encoding.
+type ChangeHash [32]byte
+
+// String renders the hash as 64 hex digits.
+func (h ChangeHash) String() string { return hex.EncodeToString(h[:]) }
+
+// fromAM converts automerge's hashes (the same 32 bytes) to ours.
+func fromAM(hs []automerge.ChangeHash) []ChangeHash {
+	out := make([]ChangeHash, len(hs))
+	for i, h := range hs {
+		out[i] = ChangeHash(h)
+	}
+	return out
+}
+
+// toAM converts hashes to automerge's.
+func toAM(hs []ChangeHash) []automerge.ChangeHash {
+	out := make([]automerge.ChangeHash, len(hs))
+	for i, h := range hs {
+		out[i] = automerge.ChangeHash(h)
+	}
+	return out
+}
+
+// amHeads returns automerge's heads of d, unsorted, as it lists them.
+func (d *Doc) amHeads() []ChangeHash { return fromAM(d.am.Heads()) }
 
 // ActorID names a replica. Every replica, and every process incarnation of
 // the authority, writes under its own actor id.
@@ -255,11 +279,11 @@ func (d *Doc) Save() []byte { return d.am.Save() }
 // that case Snapshot falls back to the document's changes, concatenated,
 // which Load reads just the same.
 func (d *Doc) Snapshot() ([]byte, error) {
-	if d.proven != nil && d.proven.am == d.am && sameHeads(d.proven.heads, d.am.Heads()) {
+	if d.proven != nil && d.proven.am == d.am && sameHeads(d.proven.heads, d.amHeads()) {
 		return d.proven.saved, nil
 	}
 	saved := d.am.Save()
-	if back, err := automerge.Load(saved); err == nil && sameHeads(back.Heads(), d.am.Heads()) {
+	if back, err := automerge.Load(saved); err == nil && sameHeads(fromAM(back.Heads()), d.amHeads()) {
 		return saved, nil
 	}
 	changes, err := d.am.Changes()
@@ -284,7 +308,7 @@ func (d *Doc) Snapshot() ([]byte, error) {
 
 // Heads returns the hashes of the document's latest changes, sorted: the
 // revision a replica displays.
-func (d *Doc) Heads() Heads { return sortHeads(d.am.Heads()) }
+func (d *Doc) Heads() Heads { return sortHeads(d.amHeads()) }
 
 // Fork returns an independent copy of d writing as actor (empty mints one).
 func (d *Doc) Fork(actor ActorID) (*Doc, error) {
@@ -300,7 +324,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 	if !d.Has(heads) {
 		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
 	}
-	am, err := d.am.Fork(heads...)
+	am, err := d.am.Fork(toAM(heads)...)
 	if err != nil {
 		return nil, amError("fork", err)
 	}
@@ -324,7 +348,7 @@ func (d *Doc) Has(heads Heads) bool {
 		}
 		d.known = make(map[ChangeHash]bool, len(chs))
 		for _, c := range chs {
-			d.known[c.Hash()] = true
+			d.known[ChangeHash(c.Hash())] = true
 		}
 	}
 	for _, h := range heads {
@@ -340,7 +364,7 @@ func (d *Doc) Has(heads Heads) bool {
 // rather than parking part of it.
 func (d *Doc) amHas(hs []ChangeHash) bool {
 	for _, h := range hs {
-		if _, err := d.am.Change(h); err != nil {
+		if _, err := d.am.Change(automerge.ChangeHash(h)); err != nil {
 			return false
 		}
 	}
@@ -354,7 +378,7 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 	if !d.Has(heads) {
 		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
 	}
-	chs, err := d.am.Changes(heads...)
+	chs, err := d.am.Changes(toAM(heads)...)
 	if err != nil {
 		return nil, amError("changes", err)
 	}
@@ -409,7 +433,7 @@ func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	raw := d.am.Heads()
+	raw := d.amHeads()
 	bc, err := d.checkBatchObjects(chunks, raw, edit)
 	if err != nil {
 		return nil, err
@@ -442,7 +466,7 @@ func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 // Rollback drops every change made after heads, by rebuilding d from its
 // own history as of heads. It is the undo of a refused ApplyChanges.
 func (d *Doc) Rollback(heads Heads) error {
-	am, err := d.am.Fork(heads...)
+	am, err := d.am.Fork(toAM(heads)...)
 	if err != nil {
 		return amError("rollback", err)
 	}
@@ -472,7 +496,7 @@ func (d *Doc) commit(msg string) error {
 		d.countLocal(h)
 	}
 	if d.known != nil {
-		d.known[h] = true
+		d.known[ChangeHash(h)] = true
 	}
 	if d.seqs != nil {
 		d.seqs[string(d.actor)]++
@@ -497,7 +521,7 @@ func (d *Doc) countLocal(h automerge.ChangeHash) {
 	// A local change depends on exactly the heads before it (asking
 	// automerge for heads before committing would close the pending
 	// transaction).
-	d.markBudget(sortHeads(c.Dependencies()))
+	d.markBudget(sortHeads(fromAM(c.Dependencies())))
 	d.addBudget(n, len(raw), 1)
 }
 
@@ -701,7 +725,7 @@ func (d *Doc) Generation() uint64 {
 // draftQuestion returns the current generation's draft map of a question,
 // and its shape.
 func (d *Doc) draftQuestion(question string) (*automerge.Map, *QuestionState, error) {
-	heads := d.am.Heads()
+	heads := d.amHeads()
 	c := d.edit
 	if c == nil || c.am != d.am || !slices.Equal(c.heads, heads) {
 		st, err := d.State()
@@ -736,7 +760,7 @@ func (d *Doc) commitDraft(msg string) error {
 	}
 	if c != nil && c.am == d.am {
 		before := c.heads
-		c.heads = d.am.Heads()
+		c.heads = d.amHeads()
 		d.advanceObjects(before, nil)
 	}
 	return nil
