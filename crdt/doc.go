@@ -63,6 +63,16 @@
 // read the document; they check every value and return an error wrapping
 // ErrMalformed for anything this package would not have written.
 //
+// Every document keeps a running Budget of what Load would count of it as
+// stored (operations, bytes, changes, actors), counted change by change.
+// Load refuses a document past MaxDocumentOps or MaxDocumentBytes, and
+// automerge keeps every operation ever made, so before the authority
+// stores a state past a rebase threshold (Budget.NeedsRebase) it replaces
+// the document by Rebase: a fresh history of one change holding the same
+// values, proven to load back and read the same State. A rebased document
+// shares no change with the old one; replicas replace theirs with it
+// (Rebased reports it).
+//
 // A replica that was offline, or whose edits went astray, catches up with
 // a Session per peer: Generate a message and send it; Receive each message
 // from the peer; repeat until neither side has anything to send. InSync
