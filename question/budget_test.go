@@ -261,3 +261,42 @@ func TestEditPastTheLoadBudgetIsTooLarge(t *testing.T) {
 	}
 	var _ persist.Store = f.store
 }
+
+// TestValuesPastTheLimitsAreTooLarge: when a decision's values alone would
+// pass what crdt.Load takes (here eleven written answers of 96,000
+// characters, 1,056,000 operations even after a rebase), the edit that
+// would take it there is refused with too_large and reset, nothing is
+// stored, and the document still loads after a restart.
+func TestValuesPastTheLimitsAreTooLarge(t *testing.T) {
+	f := newBoltFixture(t)
+	var def question.Definition
+	for i := range 11 {
+		def.Questions = append(def.Questions, question.Question{Text: fmt.Sprint("Part ", i+1, "?"), Response: question.Text, Options: []question.Option{}})
+	}
+	out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "big", Origin: question.FromPlanner, Definition: def}})
+	must(t, err)
+	rec := out[0].Record
+	m := f.member(rec.ID)
+	var refused error
+	for i, q := range rec.Definition.Questions {
+		must(t, m.doc.SetText(q.ID, answer(96_000, i)))
+		if _, err := m.send(ana); err != nil {
+			refused = err
+			if i != len(rec.Definition.Questions)-1 {
+				t.Fatalf("answer %d refused: %v", i+1, err)
+			}
+		}
+	}
+	mustReason(t, refused, question.TooLarge)
+	want, heads, err := f.a.Draft(rec.ID)
+	must(t, err)
+	if want.Questions[rec.Definition.Questions[10].ID].Text != "" {
+		t.Fatal("the refused answer was kept")
+	}
+	f.reopen()
+	got, heads2, err := f.a.Draft(rec.ID)
+	must(t, err)
+	if !got.Equal(want) || !heads.Equal(heads2) {
+		t.Fatal("the draft after a restart differs from the acknowledged one")
+	}
+}
