@@ -2,7 +2,10 @@ package crdt
 
 import (
 	"fmt"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/automerge/automerge-go"
 
@@ -245,9 +248,121 @@ func BenchmarkSyncRoundTrip(b *testing.B) {
 			rawSplice(b, x)
 			b.StartTimer()
 			exchange()
-			if !sameHeads(x.Heads(), y.Heads()) {
+			if !sameHeads(fromAM(x.Heads()), fromAM(y.Heads())) {
 				b.Fatal("not in sync")
 			}
 		}
 	})
+}
+
+// BenchmarkApplyChangeAtHistory is a member replica's receive path: apply
+// one more accepted change (a mark) to a decision whose history already
+// holds N changes, then check the announced heads (Has) and read its own
+// (Heads), as sync/replica does for every question:changes frame. Its
+// cost must not grow with N. The b.N changes are made beforehand, so the
+// history grows by b.N during a run: run it with a fixed count
+// (-benchtime=1000x) to keep /100 well below /10000.
+func BenchmarkApplyChangeAtHistory(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			auth := newTestDoc(b)
+			cells := [][2]string{{"o1", "c1"}, {"o1", "c2"}, {"o2", "c1"}, {"o2", "c2"}, {"o3", "c1"}, {"o3", "c2"}}
+			ms := []marks.Mark{marks.Yes, marks.No, marks.Partly}
+			mark := func(i int) {
+				c := cells[i%len(cells)]
+				ok(b, auth.SetMark(qPick, c[0], c[1], ms[(i/len(cells))%len(ms)]))
+			}
+			for i := range n {
+				mark(i)
+			}
+			member, err := Load(auth.Save(), nil, Options{Now: testNow})
+			ok(b, err)
+			const warm = 3 // a replica that has received a few frames
+			batches := make([][]byte, b.N+warm)
+			heads := make([]Heads, b.N+warm)
+			for i := range batches {
+				h := auth.Heads()
+				mark(n + i)
+				batches[i], err = auth.ChangesSince(h)
+				ok(b, err)
+				heads[i] = auth.Heads()
+			}
+			for i := range warm {
+				_, err := member.ApplyChanges(batches[i])
+				ok(b, err)
+				member.Has(heads[i])
+			}
+			cpu := startThreadCPU()
+			b.ResetTimer()
+			for i := warm; i < b.N+warm; i++ {
+				if _, err := member.ApplyChanges(batches[i]); err != nil {
+					b.Fatal(err)
+				}
+				if !member.Has(heads[i]) || !member.Heads().Equal(heads[i]) {
+					b.Fatal("member did not reach the announced heads")
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// BenchmarkRawLoadIncrementalAtHistory is the automerge call alone of
+// BenchmarkApplyChangeAtHistory (no checks, no Has, no Heads), to tell
+// the wrapper's per-change cost from automerge's own.
+func BenchmarkRawLoadIncrementalAtHistory(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			auth := newTestDoc(b)
+			cells := [][2]string{{"o1", "c1"}, {"o1", "c2"}, {"o2", "c1"}, {"o2", "c2"}, {"o3", "c1"}, {"o3", "c2"}}
+			ms := []marks.Mark{marks.Yes, marks.No, marks.Partly}
+			mark := func(i int) {
+				c := cells[i%len(cells)]
+				ok(b, auth.SetMark(qPick, c[0], c[1], ms[(i/len(cells))%len(ms)]))
+			}
+			for i := range n {
+				mark(i)
+			}
+			am, err := automerge.Load(auth.Save())
+			ok(b, err)
+			batches := make([][]byte, b.N)
+			for i := range batches {
+				h := auth.Heads()
+				mark(n + i)
+				batches[i], err = auth.ChangesSince(h)
+				ok(b, err)
+			}
+			cpu := startThreadCPU()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := am.LoadIncremental(batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// threadCPU measures the CPU time of the benchmark's own OS thread, which
+// (unlike ns/op) does not count the time the thread waits for a core on
+// a busy machine. The goroutine is locked to its thread until report.
+type threadCPU struct{ start time.Duration }
+
+func startThreadCPU() threadCPU {
+	runtime.LockOSThread()
+	return threadCPU{start: threadTime()}
+}
+
+func (c threadCPU) report(b *testing.B) {
+	b.ReportMetric(float64(threadTime()-c.start)/float64(b.N), "cpu-ns/op")
+	runtime.UnlockOSThread()
+}
+
+func threadTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

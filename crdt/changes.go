@@ -82,7 +82,7 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, er
 		return nil, nil, err
 	}
 	counts = maps.Clone(counts)
-	if err := replayChanges(parsed, func(h automerge.ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
+	if err := replayChanges(parsed, func(h ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
 		return nil, nil, err
 	}
 	return fresh, counts, nil
@@ -462,7 +462,8 @@ type chunkOp struct {
 	id     opID
 	root   bool // the object is the root map
 	obj    opID
-	strKey bool // a string key (else an element id)
+	strKey bool   // a string key (else an element id)
+	key    []byte // the string key, for operations on a map (aliases the chunk)
 	insert bool
 	action uint64
 }
@@ -471,71 +472,106 @@ type chunkOp struct {
 // a few thousand.
 const maxChunkOps = 1 << 20
 
-// objects is the kind of every object of a document, at one revision.
+// objects is the kind and role of every object of a document, at one
+// revision.
 type objects struct {
 	am    *automerge.Doc
 	heads []ChangeHash
-	kinds map[opID]objKind
+	infos map[opID]objInfo
+}
+
+// objInfo is what the guards know of one object: the kind of its keys and
+// its place in the document's layout (see role).
+type objInfo struct {
+	kind objKind
+	role role
+}
+
+// batchCheck is what checkBatchObjects learned of a batch: the objects it
+// makes (for advanceObjects) and how many operations it holds (for the
+// budget).
+type batchCheck struct {
+	made map[opID]objInfo
+	ops  int
 }
 
 // checkBatchObjects checks the operations of a batch of single change
-// chunks against d's objects and those the batch makes, which it returns
-// for advanceObjects.
-func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash) (map[opID]objKind, error) {
-	kinds, err := d.objectKinds(heads)
+// chunks against d's objects and those the batch makes. With edit set, it
+// also refuses every operation that is not a draft value edit (see
+// checkEditOps).
+func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash, edit bool) (batchCheck, error) {
+	infos, err := d.objectInfos(heads)
 	if err != nil {
-		return nil, err
+		return batchCheck{}, err
 	}
 	var ops []chunkOp
 	for i, c := range chunks {
 		body, err := chunkBody(c)
 		if err != nil {
-			return nil, errorf(ErrMalformed, "change %d: %v", i+1, err)
+			return batchCheck{}, errorf(ErrMalformed, "change %d: %v", i+1, err)
 		}
 		got, err := decodeChangeOps(skipDeps(body))
+		if errors.Is(err, ErrTooLarge) {
+			return batchCheck{}, err
+		}
 		if err != nil {
-			return nil, errorf(ErrMalformed, "change %d: %v", i+1, err)
+			return batchCheck{}, errorf(ErrMalformed, "change %d: %v", i+1, err)
+		}
+		if len(ops)+len(got) > maxChunkOps {
+			return batchCheck{}, errorf(ErrBudget, "a batch of more than %d operations", maxChunkOps)
 		}
 		ops = append(ops, got...)
 	}
-	made := map[opID]objKind{}
+	made := map[opID]objInfo{}
 	for _, op := range ops {
 		if k := madeKind(op.action); k != objNone {
-			made[op.id] = k
+			parent := roleOther
+			if !op.root {
+				parent = infos[op.obj].role
+				if p, ok := made[op.obj]; ok {
+					parent = p.role
+				}
+			}
+			made[op.id] = objInfo{kind: k, role: childRole(parent, op.root, op.key)}
 		}
 	}
 	err = checkOpKeys(ops, func(id opID) objKind {
-		if k := made[id]; k != objNone {
-			return k
+		if i, ok := made[id]; ok {
+			return i.kind
 		}
-		return kinds[id]
+		return infos[id].kind
 	})
 	if err != nil {
-		return nil, errorf(ErrMalformed, "%v", err)
+		return batchCheck{}, errorf(ErrMalformed, "%v", err)
 	}
-	return made, nil
+	if edit {
+		if err := checkEditOps(ops, infos); err != nil {
+			return batchCheck{}, err
+		}
+	}
+	return batchCheck{made: made, ops: len(ops)}, nil
 }
 
-// advanceObjects moves the object kinds read at the revision before a
-// change to the revision after it, adding the objects it made: after an
-// applied batch, or (made nil) a draft edit, which makes none.
-func (d *Doc) advanceObjects(before []ChangeHash, made map[opID]objKind) {
+// advanceObjects moves the objects read at the revision before a change
+// to the revision after it, adding the objects it made: after an applied
+// batch, or (made nil) a draft edit, which makes none.
+func (d *Doc) advanceObjects(before []ChangeHash, made map[opID]objInfo) {
 	o := d.objs
 	if o == nil || o.am != d.am || !slices.Equal(o.heads, before) {
 		return
 	}
-	maps.Copy(o.kinds, made)
-	o.heads = d.am.Heads()
+	maps.Copy(o.infos, made)
+	o.heads = d.amHeads()
 }
 
-// objectKinds returns the kind of every object of d, at heads (its current
-// heads, as automerge lists them), reading the document again only when it
-// changed since last time.
-func (d *Doc) objectKinds(heads []ChangeHash) (map[opID]objKind, error) {
+// objectInfos returns the kind and role of every object of d, at heads
+// (its current heads, as automerge lists them), reading the document again
+// only when it changed since last time.
+func (d *Doc) objectInfos(heads []ChangeHash) (map[opID]objInfo, error) {
 	if o := d.objs; o != nil && o.am == d.am && slices.Equal(o.heads, heads) {
-		return o.kinds, nil
+		return o.infos, nil
 	}
-	kinds := map[opID]objKind{}
+	infos := map[opID]objInfo{}
 	if len(heads) > 0 {
 		saved := d.am.Save()
 		body, err := chunkBody(saved)
@@ -546,26 +582,23 @@ func (d *Doc) objectKinds(heads []ChangeHash) (map[opID]objKind, error) {
 		if err != nil {
 			return nil, errorf(ErrMalformed, "own save: %v", err)
 		}
-		for _, op := range ops {
-			if k := madeKind(op.action); k != objNone {
-				kinds[op.id] = k
-			}
-		}
+		infos = layoutOf(ops)
 	}
-	d.objs = &objects{am: d.am, heads: heads, kinds: kinds}
-	return kinds, nil
+	d.objs = &objects{am: d.am, heads: heads, infos: infos}
+	return infos, nil
 }
 
 // checkLoadObjects checks the operations of every chunk (of a save,
-// changes, or both, as Load reads them) against the objects they make.
-func checkLoadObjects(chunks [][]byte) error {
+// changes, or both, as Load reads them) against the objects they make, and
+// returns how many there are.
+func checkLoadObjects(chunks [][]byte) (int, error) {
 	var ops []chunkOp
 	for i, c := range chunks {
 		n := i + 1
 		typ := c[8]
 		body, err := chunkBody(c)
 		if err != nil {
-			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+			return 0, errorf(ErrMalformed, "chunk %d: %v", n, err)
 		}
 		var got []chunkOp
 		switch typ {
@@ -580,11 +613,14 @@ func checkLoadObjects(chunks [][]byte) error {
 		default:
 			continue
 		}
+		if errors.Is(err, ErrTooLarge) {
+			return 0, err
+		}
 		if err != nil {
-			return errorf(ErrMalformed, "chunk %d: %v", n, err)
+			return 0, errorf(ErrMalformed, "chunk %d: %v", n, err)
 		}
 		if len(ops)+len(got) > maxChunkOps {
-			return errorf(ErrTooLarge, "more than %d operations", maxChunkOps)
+			return 0, errorf(ErrBudget, "more than %d operations", maxChunkOps)
 		}
 		ops = append(ops, got...)
 	}
@@ -595,9 +631,9 @@ func checkLoadObjects(chunks [][]byte) error {
 		}
 	}
 	if err := checkOpKeys(ops, func(id opID) objKind { return made[id] }); err != nil {
-		return errorf(ErrMalformed, "%v", err)
+		return 0, errorf(ErrMalformed, "%v", err)
 	}
-	return nil
+	return len(ops), nil
 }
 
 // checkOpKeys checks that every operation names a known object with a key
@@ -733,7 +769,7 @@ func decodeOps(cols []column, actors []string, id func(uint64, *opColumns) opID)
 	var out []chunkOp
 	for i := uint64(0); !c.action.done(); i++ {
 		if i == maxChunkOps {
-			return nil, fmt.Errorf("more than %d operations", maxChunkOps)
+			return nil, errorf(ErrBudget, "more than %d operations", maxChunkOps)
 		}
 		var op chunkOp
 		op.id = id(i, &c)
@@ -743,6 +779,9 @@ func decodeOps(cols []column, actors []string, id func(uint64, *opColumns) opID)
 		op.obj = opID{actorAt(actors, oa), uint64(oc)}
 		_, noStr := c.keyStr.row()
 		op.strKey = !noStr
+		if op.strKey {
+			op.key = c.keyStr.sv
+		}
 		op.insert = c.insert.row()
 		a, _ := c.action.row()
 		op.action = uint64(a)
@@ -757,11 +796,12 @@ func decodeOps(cols []column, actors []string, id func(uint64, *opColumns) opID)
 }
 
 // runs reads a run-length encoded column row by row: integers, or (str)
-// length-prefixed strings of which only presence is kept. A column that
+// length-prefixed strings, the current one in sv. A column that
 // runs out reads as nulls.
 type runs struct {
 	r    leb
 	str  bool
+	sv   []byte // the current string, for a string column
 	left uint64
 	lit  bool
 	null bool
@@ -772,7 +812,7 @@ func (c *runs) done() bool { return c.left == 0 && (len(c.r.b) == 0 || c.r.err !
 
 func (c *runs) value() int64 {
 	if c.str {
-		c.r.bytes()
+		c.sv = c.r.bytes()
 		return 0
 	}
 	return int64(c.r.uint())

@@ -46,10 +46,14 @@
 //	batch, _ := m.ChangesSince(before)                   // send as the edit
 //
 // Edits travel as ChangesSince batches. The authority applies a member's
-// batch with ApplyChanges, checks the result (State, and that only the
-// current generation's draft changed), and either keeps it, persists the
-// batch and forwards it to every other member (who ApplyChanges it too), or
-// undoes it with Rollback(before) and tells the member to reset. Edits made
+// batch with ApplyEdit, which refuses (ErrShape) any operation that is not
+// a draft value edit (a deleted or replaced draft, marks or choices map or
+// text, a new object, anything of the definition side), checks the result
+// (State, and that only the current generation's draft changed), and either
+// keeps it, persists the batch and forwards it to every other member (who
+// ApplyChanges it), or undoes it with Rollback(before) and tells the member
+// to reset. Its sync sessions are edit sessions (NewEditSession), which
+// apply the changes of sync messages by the same rules. Edits made
 // against an older generation land in that generation's draft, never in
 // the current one.
 //
@@ -58,6 +62,16 @@
 // Load(snapshot, chunks, opts) reads them back in one call. State and Draft
 // read the document; they check every value and return an error wrapping
 // ErrMalformed for anything this package would not have written.
+//
+// Every document keeps a running Budget of what Load would count of it as
+// stored (operations, bytes, changes, actors), counted change by change.
+// Load refuses a document past MaxDocumentOps or MaxDocumentBytes, and
+// automerge keeps every operation ever made, so before the authority
+// stores a state past a rebase threshold (Budget.NeedsRebase) it replaces
+// the document by Rebase: a fresh history of one change holding the same
+// values, proven to load back and read the same State. A rebased document
+// shares no change with the old one; replicas replace theirs with it
+// (Rebased reports it).
 //
 // A replica that was offline, or whose edits went astray, catches up with
 // a Session per peer: Generate a message and send it; Receive each message

@@ -29,8 +29,32 @@ const (
 // refused rather than misread.
 const formatVersion = 1
 
-// ChangeHash identifies one automerge change.
-type ChangeHash = automerge.ChangeHash
+// ChangeHash identifies one change: the SHA-256 of its encoding.
+type ChangeHash [32]byte
+
+// String renders the hash as 64 hex digits.
+func (h ChangeHash) String() string { return hex.EncodeToString(h[:]) }
+
+// fromAM converts automerge's hashes (the same 32 bytes) to ours.
+func fromAM(hs []automerge.ChangeHash) []ChangeHash {
+	out := make([]ChangeHash, len(hs))
+	for i, h := range hs {
+		out[i] = ChangeHash(h)
+	}
+	return out
+}
+
+// toAM converts hashes to automerge's.
+func toAM(hs []ChangeHash) []automerge.ChangeHash {
+	out := make([]automerge.ChangeHash, len(hs))
+	for i, h := range hs {
+		out[i] = automerge.ChangeHash(h)
+	}
+	return out
+}
+
+// amHeads returns automerge's heads of d, unsorted, as it lists them.
+func (d *Doc) amHeads() []ChangeHash { return fromAM(d.am.Heads()) }
 
 // ActorID names a replica. Every replica, and every process incarnation of
 // the authority, writes under its own actor id.
@@ -102,9 +126,26 @@ type Doc struct {
 	// edit is what draft edits check against, read at one revision; see
 	// draftQuestion.
 	edit *editCache
-	// objs is the kind of every object, read at one revision; see
-	// checkBatchObjects.
+	// objs is the kind and role of every object, read at one revision;
+	// see checkBatchObjects.
 	objs *objects
+	// budget is what Load would count of the document as stored, kept up
+	// to date change by change (budgetKnown false until first counted);
+	// marks hold it at recent revisions, for Rollback. See Budget.
+	budget      Budget
+	budgetKnown bool
+	marks       []budgetMark
+	// rebased is set when the document's history was started by Rebase.
+	rebased bool
+	// proven is a save already proven to load back (by Rebase), which
+	// Snapshot returns while the document is still at its revision.
+	proven *provenSave
+}
+
+type provenSave struct {
+	am    *automerge.Doc
+	heads []ChangeHash
+	saved []byte
 }
 
 // editCache holds what a draft edit needs to know of the document, read
@@ -144,6 +185,7 @@ func New(opts Options) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.budgetKnown = true
 	if err := d.am.RootMap().Set("v", int64(formatVersion)); err != nil {
 		return nil, amError("init", err)
 	}
@@ -170,6 +212,7 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 		buf = append(buf, c...)
 	}
 	var am *automerge.Doc
+	ops := 0
 	if len(buf) == 0 {
 		am = automerge.New()
 	} else {
@@ -185,7 +228,7 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 		if err := checkDocChunks(chunks); err != nil {
 			return nil, err
 		}
-		if err := checkLoadObjects(chunks); err != nil {
+		if ops, err = checkLoadObjects(chunks); err != nil {
 			return nil, err
 		}
 		if am, err = automerge.Load(buf); err != nil {
@@ -202,6 +245,8 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 	if err := d.checkSeqs(); err != nil {
 		return nil, err
 	}
+	d.budget.Ops, d.budget.Bytes = ops, n
+	d.budgetKnown = true
 	return d, nil
 }
 
@@ -234,20 +279,36 @@ func (d *Doc) Save() []byte { return d.am.Save() }
 // that case Snapshot falls back to the document's changes, concatenated,
 // which Load reads just the same.
 func (d *Doc) Snapshot() ([]byte, error) {
+	if d.proven != nil && d.proven.am == d.am && sameHeads(d.proven.heads, d.amHeads()) {
+		return d.proven.saved, nil
+	}
 	saved := d.am.Save()
-	if back, err := automerge.Load(saved); err == nil && sameHeads(back.Heads(), d.am.Heads()) {
+	if back, err := automerge.Load(saved); err == nil && sameHeads(fromAM(back.Heads()), d.amHeads()) {
 		return saved, nil
 	}
 	changes, err := d.am.Changes()
 	if err != nil {
 		return nil, amError("changes", err)
 	}
+	// The changes count their delete operations, which a compact save
+	// drops: the fallback may be past a limit the compact save was not.
+	ops := 0
+	for _, c := range changes {
+		n, err := changeOps(c.Save())
+		if err != nil {
+			return nil, errorf(ErrMalformed, "own change: %v", err)
+		}
+		ops += n
+	}
+	if ops > MaxDocumentOps {
+		return nil, errorf(ErrBudget, "the changes hold %d operations, more than %d; rebase the document", ops, MaxDocumentOps)
+	}
 	return automerge.SaveChanges(changes), nil
 }
 
 // Heads returns the hashes of the document's latest changes, sorted: the
 // revision a replica displays.
-func (d *Doc) Heads() Heads { return sortHeads(d.am.Heads()) }
+func (d *Doc) Heads() Heads { return sortHeads(d.amHeads()) }
 
 // Fork returns an independent copy of d writing as actor (empty mints one).
 func (d *Doc) Fork(actor ActorID) (*Doc, error) {
@@ -263,7 +324,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 	if !d.Has(heads) {
 		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
 	}
-	am, err := d.am.Fork(heads...)
+	am, err := d.am.Fork(toAM(heads)...)
 	if err != nil {
 		return nil, amError("fork", err)
 	}
@@ -274,6 +335,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 func (d *Doc) Merge(o *Doc) error {
 	_, err := d.am.Merge(o.am)
 	d.seqs, d.known = nil, nil
+	d.budgetKnown, d.marks = false, nil
 	return amError("merge", err)
 }
 
@@ -286,7 +348,7 @@ func (d *Doc) Has(heads Heads) bool {
 		}
 		d.known = make(map[ChangeHash]bool, len(chs))
 		for _, c := range chs {
-			d.known[c.Hash()] = true
+			d.known[ChangeHash(c.Hash())] = true
 		}
 	}
 	for _, h := range heads {
@@ -302,7 +364,7 @@ func (d *Doc) Has(heads Heads) bool {
 // rather than parking part of it.
 func (d *Doc) amHas(hs []ChangeHash) bool {
 	for _, h := range hs {
-		if _, err := d.am.Change(h); err != nil {
+		if _, err := d.am.Change(automerge.ChangeHash(h)); err != nil {
 			return false
 		}
 	}
@@ -316,7 +378,7 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 	if !d.Has(heads) {
 		return nil, errorf(ErrMissingDeps, "heads %v are not all in the document", heads)
 	}
-	chs, err := d.am.Changes(heads...)
+	chs, err := d.am.Changes(toAM(heads)...)
 	if err != nil {
 		return nil, amError("changes", err)
 	}
@@ -331,19 +393,32 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 // depend only on changes already in d or in the batch; otherwise
 // nothing is applied and the error wraps ErrMissingDeps.
 func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
+	return d.apply(batch, false)
+}
+
+// ApplyEdit applies a member's draft edit like ApplyChanges, and refuses
+// (wrapping ErrShape, nothing applied) a batch with any operation that is
+// not a draft value edit: it may set or clear mark registers and choices
+// and splice written answers, of any generation, and nothing else. The
+// authority applies every change from a member through it.
+func (d *Doc) ApplyEdit(batch []byte) ([]ChangeHash, error) {
+	return d.apply(batch, true)
+}
+
+func (d *Doc) apply(batch []byte, edit bool) ([]ChangeHash, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
 	if len(batch) > MaxChangesBytes {
 		return nil, errorf(ErrTooLarge, "change batch of %d bytes exceeds %d", len(batch), MaxChangesBytes)
 	}
-	return d.applyRaw(batch)
+	return d.applyRaw(batch, edit)
 }
 
 // applyRaw applies a batch of concatenated change chunks after checking
 // that every dependency is present, and that automerge then really holds
 // every change (none parked for lack of dependencies).
-func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
+func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 	chunks, err := splitChunks(batch)
 	if err != nil {
 		return nil, err
@@ -358,12 +433,13 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	raw := d.am.Heads()
-	made, err := d.checkBatchObjects(chunks, raw)
+	raw := d.amHeads()
+	bc, err := d.checkBatchObjects(chunks, raw, edit)
 	if err != nil {
 		return nil, err
 	}
 	before := sortHeads(raw)
+	d.markBudget(before)
 	if err := d.am.LoadIncremental(batch); err != nil {
 		if rerr := d.Rollback(before); rerr != nil {
 			return nil, rerr
@@ -382,14 +458,15 @@ func (d *Doc) applyRaw(batch []byte) ([]ChangeHash, error) {
 			d.known[h] = true
 		}
 	}
-	d.advanceObjects(raw, made)
+	d.advanceObjects(raw, bc.made)
+	d.addBudget(bc.ops, len(batch), len(fresh))
 	return fresh, nil
 }
 
 // Rollback drops every change made after heads, by rebuilding d from its
 // own history as of heads. It is the undo of a refused ApplyChanges.
 func (d *Doc) Rollback(heads Heads) error {
-	am, err := d.am.Fork(heads...)
+	am, err := d.am.Fork(toAM(heads)...)
 	if err != nil {
 		return amError("rollback", err)
 	}
@@ -398,6 +475,7 @@ func (d *Doc) Rollback(heads Heads) error {
 	}
 	d.am = am
 	d.seqs, d.known = nil, nil
+	d.rollbackBudget(heads)
 	return nil
 }
 
@@ -414,13 +492,37 @@ func (d *Doc) commit(msg string) error {
 		}
 		return amError("commit", err)
 	}
+	if d.budgetKnown {
+		d.countLocal(h)
+	}
 	if d.known != nil {
-		d.known[h] = true
+		d.known[ChangeHash(h)] = true
 	}
 	if d.seqs != nil {
 		d.seqs[string(d.actor)]++
 	}
 	return nil
+}
+
+// countLocal adds a committed local change to the budget. If the change
+// cannot be read back, the budget is counted again when next asked for.
+func (d *Doc) countLocal(h automerge.ChangeHash) {
+	c, err := d.am.Change(h)
+	if err != nil {
+		d.budgetKnown, d.marks = false, nil
+		return
+	}
+	raw := c.Save()
+	n, err := changeOps(raw)
+	if err != nil {
+		d.budgetKnown, d.marks = false, nil
+		return
+	}
+	// A local change depends on exactly the heads before it (asking
+	// automerge for heads before committing would close the pending
+	// transaction).
+	d.markBudget(sortHeads(fromAM(c.Dependencies())))
+	d.addBudget(n, len(raw), 1)
 }
 
 // errEmptyCommit is the text of the error automerge-go's Commit returns
@@ -623,7 +725,7 @@ func (d *Doc) Generation() uint64 {
 // draftQuestion returns the current generation's draft map of a question,
 // and its shape.
 func (d *Doc) draftQuestion(question string) (*automerge.Map, *QuestionState, error) {
-	heads := d.am.Heads()
+	heads := d.amHeads()
 	c := d.edit
 	if c == nil || c.am != d.am || !slices.Equal(c.heads, heads) {
 		st, err := d.State()
@@ -658,7 +760,7 @@ func (d *Doc) commitDraft(msg string) error {
 	}
 	if c != nil && c.am == d.am {
 		before := c.heads
-		c.heads = d.am.Heads()
+		c.heads = d.amHeads()
 		d.advanceObjects(before, nil)
 	}
 	return nil

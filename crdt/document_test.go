@@ -740,7 +740,7 @@ func TestRollback(t *testing.T) {
 	// The replica keeps writing as itself.
 	ok(t, d.Rollback(heads))
 	ok(t, d.SetText(qWhy, "again"))
-	chs, err := d.am.Changes(heads...)
+	chs, err := d.am.Changes(toAM(heads)...)
 	ok(t, err)
 	if len(chs) != 1 || chs[0].ActorID() != string(d.Actor()) {
 		t.Fatalf("change after rollback written by %q, want %q", chs[0].ActorID(), d.Actor())
@@ -790,7 +790,7 @@ func TestSnapshotLoadsBack(t *testing.T) {
 			// as changes, as the store keeps them.
 			chs, err := d.am.Changes()
 			ok(t, err)
-			half, err := d.ForkAt(Heads{chs[len(chs)/2].Hash()}, "")
+			half, err := d.ForkAt(Heads{ChangeHash(chs[len(chs)/2].Hash())}, "")
 			if len(chs) == 0 {
 				return
 			}
@@ -931,7 +931,7 @@ func TestApplyChangesOutOfOrder(t *testing.T) {
 	ok(t, r.SetMark(qPick, "o1", "c1", marks.Yes))
 	ok(t, r.SetMark(qPick, "o1", "c1", marks.No))
 	ok(t, r.SetText(qWhy, "third"))
-	chs, err := r.am.Changes(d.Heads()...)
+	chs, err := r.am.Changes(toAM(d.Heads())...)
 	ok(t, err)
 	if len(chs) != 3 {
 		t.Fatalf("%d changes, want 3", len(chs))
@@ -946,7 +946,7 @@ func TestApplyChangesOutOfOrder(t *testing.T) {
 		t.Fatal("states differ")
 	}
 	// Without the change in the middle the batch is refused whole.
-	base, err := d.ForkAt(Heads(sortHeads(chs[0].Dependencies())), "")
+	base, err := d.ForkAt(Heads(sortHeads(fromAM(chs[0].Dependencies()))), "")
 	ok(t, err)
 	heads := base.Heads()
 	if _, err := base.ApplyChanges(slices.Concat(chs[2].Save(), chs[0].Save())); !errors.Is(err, ErrMissingDeps) {

@@ -42,3 +42,13 @@ func amError(op string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %v", ErrMalformed, op, err)
 }
+
+// ErrShape is returned by ApplyEdit (and an edit Session) for a change that
+// does more than edit draft values: one that deletes or replaces a draft,
+// its marks or choices map or its text, creates an object, or touches the
+// definition side (format version, questions, appended, generation).
+var ErrShape = errors.New("crdt: edit changes the document's shape")
+
+// ErrBudget is returned when a change would take the document past a limit
+// Load enforces (see Budget); it wraps ErrTooLarge.
+var ErrBudget = fmt.Errorf("%w: over the document's load budget", ErrTooLarge)

@@ -129,7 +129,7 @@ func FuzzApplyChanges(f *testing.F) {
 	chs, err := member.am.Changes()
 	ok(f, err)
 	mid := len(chs) / 2
-	cut, err := member.ForkAt(Heads{chs[mid].Hash()}, "")
+	cut, err := member.ForkAt(Heads{ChangeHash(chs[mid].Hash())}, "")
 	ok(f, err)
 	saved, err := cut.Snapshot()
 	ok(f, err)
@@ -183,7 +183,7 @@ func fuzzApplyTarget(tb fataler) []byte {
 	_, member := fuzzSeedDoc(tb)
 	chs, err := member.am.Changes()
 	ok(tb, err)
-	cut, err := member.ForkAt(Heads{chs[len(chs)/2].Hash()}, "")
+	cut, err := member.ForkAt(Heads{ChangeHash(chs[len(chs)/2].Hash())}, "")
 	ok(tb, err)
 	saved, err := cut.Snapshot()
 	ok(tb, err)

@@ -34,7 +34,11 @@ func (d *Doc) checkSeqs() error {
 		if seen[a] == nil {
 			seen[a] = map[uint64]bool{}
 		}
-		seen[a][c.ActorSeq()] = true
+		seq := c.ActorSeq()
+		seen[a][seq] = true
+		if seq == 1 && !d.rebased && c.Message() == rebaseMessage && len(c.Dependencies()) == 0 {
+			d.rebased = true
+		}
 	}
 	counts := make(map[string]uint64, len(seen))
 	for a, seqs := range seen {
@@ -46,5 +50,6 @@ func (d *Doc) checkSeqs() error {
 		counts[a] = uint64(len(seqs))
 	}
 	d.seqs = counts
+	d.budget.Changes = len(chs)
 	return nil
 }

@@ -45,6 +45,8 @@ type Session struct {
 	missing Heads
 	// owed holds changes the peer last asked for by hash that we hold.
 	owed []ChangeHash
+	// edit applies the peer's changes as ApplyEdit does.
+	edit bool
 }
 
 // maxMissing bounds the dependencies a session asks for at once.
@@ -53,6 +55,16 @@ const maxMissing = 256
 // NewSession starts syncing d with one peer.
 func (d *Doc) NewSession() *Session {
 	return &Session{doc: d, ss: automerge.NewSyncState(d.am)}
+}
+
+// NewEditSession starts syncing d with a member: changes the member sends
+// are applied as ApplyEdit applies them, so a sync message can no more
+// change the document's shape than an edit can. The authority's sessions
+// are edit sessions.
+func (d *Doc) NewEditSession() *Session {
+	s := d.NewSession()
+	s.edit = true
+	return s
 }
 
 // Resets counts how often the session recovered from a stall or loop.
@@ -99,7 +111,7 @@ func (s *Session) ReceiveParsed(m *SyncMessage) error {
 		for _, raw := range m.Changes {
 			batch = append(batch, raw...)
 		}
-		if _, err := s.doc.applyRaw(batch); err != nil {
+		if _, err := s.doc.applyRaw(batch, s.edit); err != nil {
 			if errors.Is(err, ErrMissingDeps) {
 				s.noteMissing(batch)
 			}

@@ -287,7 +287,7 @@ func TestSessionRefusesCraftedMessages(t *testing.T) {
 	ok(t, d.SetMark(qPick, "o1", "c1", marks.Yes))
 	mid := d.Heads()
 	ok(t, d.SetMark(qPick, "o2", "c1", marks.No))
-	chs, err := d.am.Changes(mid...)
+	chs, err := d.am.Changes(toAM(mid)...)
 	ok(t, err)
 	orphan := chs[0].Save() // depends on a change m lacks
 

@@ -190,6 +190,21 @@ func (s *State) SameShape(o *State) bool {
 	return true
 }
 
+// Equal reports whether s and o hold the same document: the same
+// definition side (SameShape) and the same draft values in every
+// generation.
+func (s *State) Equal(o *State) bool {
+	if !s.SameShape(o) {
+		return false
+	}
+	for g, dr := range s.Drafts {
+		if !dr.Equal(o.Drafts[g]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Draft returns the current generation's draft.
 func (d *Doc) Draft() (Draft, error) {
 	st, err := d.State()

@@ -117,7 +117,7 @@ const (
 	syncBloomBitsPerEntry = 10
 	syncBloomProbes       = 7
 
-	syncHashLen = len(automerge.ChangeHash{})
+	syncHashLen = len(ChangeHash{})
 
 	// A change chunk: magic, checksum, chunk type, LEB128 body length, body.
 	syncChunkTypeChange = 1
@@ -130,9 +130,9 @@ var syncChangeMagic = []byte{0x85, 0x6f, 0x4a, 0x83}
 // SyncMessage is a parsed, bounds-checked automerge sync message.
 type SyncMessage struct {
 	// Heads are the sender's heads.
-	Heads []automerge.ChangeHash
+	Heads []ChangeHash
 	// Need lists changes the sender asks for explicitly.
-	Need []automerge.ChangeHash
+	Need []ChangeHash
 	// Have summarises what the sender already has.
 	Have []SyncHave
 	// Changes are raw encoded changes, each a single change chunk of at
@@ -147,7 +147,7 @@ type SyncMessage struct {
 // SyncHave is one entry of a sync message's have list.
 type SyncHave struct {
 	// LastSync are the heads the sender last had in common with us.
-	LastSync []automerge.ChangeHash
+	LastSync []ChangeHash
 	// Bloom is the raw filter over the sender's changes since LastSync:
 	// empty, or a header with automerge's fixed parameters followed by
 	// exactly the bits it calls for.
@@ -332,12 +332,12 @@ func (r *syncReader) svarint(field string) (int64, error) {
 	return 0, syncErr("%s: integer overflows 64 bits at offset %d", field, r.off)
 }
 
-func (r *syncReader) hashes(field string) ([]automerge.ChangeHash, error) {
+func (r *syncReader) hashes(field string) ([]ChangeHash, error) {
 	n, err := r.count(field, MaxHashes, syncHashLen)
 	if err != nil {
 		return nil, err
 	}
-	hs := make([]automerge.ChangeHash, n)
+	hs := make([]ChangeHash, n)
 	for i := range hs {
 		copy(hs[i][:], r.take(syncHashLen))
 	}
@@ -431,7 +431,7 @@ func (r *syncReader) changes() ([][]byte, error) {
 
 // syncChange is what the guard reads of one change.
 type syncChange struct {
-	deps  []automerge.ChangeHash
+	deps  []ChangeHash
 	actor []byte
 	seq   uint64
 }
@@ -478,7 +478,7 @@ func parseSyncChange(field string, c []byte) (syncChange, error) {
 	if err != nil {
 		return ch, err
 	}
-	ch.deps = make([]automerge.ChangeHash, n)
+	ch.deps = make([]ChangeHash, n)
 	for i := range ch.deps {
 		copy(ch.deps[i][:], r.take(syncHashLen))
 	}
@@ -579,7 +579,7 @@ func checkSyncActorColumn(field string, col []byte, actors uint64) error {
 }
 
 // CheckSyncChanges checks changes (as in SyncMessage.Changes, or any list
-// of single change chunks) against doc, the document they are about to be
+// of single change chunks) against d, the document they are about to be
 // applied to, for what no stateless parser can see. It returns an error
 // wrapping ErrMalformedSync unless applying them leaves doc sound, or
 // ErrMissingDeps for changes whose dependencies are missing.
@@ -605,9 +605,13 @@ func checkSyncActorColumn(field string, col []byte, actors uint64) error {
 // holds no parked changes, which is true if everything applied to it went
 // through this check.
 //
-// It reads the hash and actor of every change in doc (a few microseconds
+// It reads the hash and actor of every change in d (a few microseconds
 // each), so call it only for messages that carry changes.
-func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
+func (d *Doc) CheckSyncChanges(changes [][]byte) error {
+	return checkSyncChanges(d.am, changes)
+}
+
+func checkSyncChanges(doc *automerge.Doc, changes [][]byte) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -619,19 +623,19 @@ func CheckSyncChanges(doc *automerge.Doc, changes [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("crdt: reading document changes: %w", err)
 	}
-	inDoc := make(map[automerge.ChangeHash]bool, len(have))
+	inDoc := make(map[ChangeHash]bool, len(have))
 	count := make(map[string]uint64)
 	for _, c := range have {
-		inDoc[c.Hash()] = true
+		inDoc[ChangeHash(c.Hash())] = true
 		count[c.ActorID()]++
 	}
-	return replayChanges(parsed, func(h automerge.ChangeHash) bool { return inDoc[h] }, count)
+	return replayChanges(parsed, func(h ChangeHash) bool { return inDoc[h] }, count)
 }
 
 // checkedChange is one change as the guard reads it.
 type checkedChange struct {
-	hash  automerge.ChangeHash
-	deps  []automerge.ChangeHash
+	hash  ChangeHash
+	deps  []ChangeHash
 	actor string
 	seq   uint64
 }
@@ -655,16 +659,16 @@ func parseChangeList(changes [][]byte) ([]checkedChange, error) {
 // given which changes the document holds (inDoc) and how many changes of
 // each actor it holds (count, updated in place), and refuses any change
 // that would not carry exactly the next sequence number of its actor.
-func replayChanges(parsed []checkedChange, inDoc func(automerge.ChangeHash) bool, count map[string]uint64) error {
-	applied := make(map[automerge.ChangeHash]bool, len(parsed))
-	isApplied := func(h automerge.ChangeHash) bool { return applied[h] || inDoc(h) }
-	missingDep := func(c *checkedChange) (automerge.ChangeHash, bool) {
+func replayChanges(parsed []checkedChange, inDoc func(ChangeHash) bool, count map[string]uint64) error {
+	applied := make(map[ChangeHash]bool, len(parsed))
+	isApplied := func(h ChangeHash) bool { return applied[h] || inDoc(h) }
+	missingDep := func(c *checkedChange) (ChangeHash, bool) {
 		for _, d := range c.deps {
 			if !isApplied(d) {
 				return d, true
 			}
 		}
-		return automerge.ChangeHash{}, false
+		return ChangeHash{}, false
 	}
 	ready := func(c *checkedChange) bool {
 		_, missing := missingDep(c)
@@ -730,11 +734,11 @@ func syncUvarintSize[T int | uint64](v T) int {
 	return n
 }
 
-func syncHashesSize(hs []automerge.ChangeHash) int {
+func syncHashesSize(hs []ChangeHash) int {
 	return syncUvarintSize(len(hs)) + len(hs)*syncHashLen
 }
 
-func appendSyncHashes(out []byte, hs []automerge.ChangeHash) []byte {
+func appendSyncHashes(out []byte, hs []ChangeHash) []byte {
 	out = binary.AppendUvarint(out, uint64(len(hs)))
 	for _, h := range hs {
 		out = append(out, h[:]...)

@@ -63,7 +63,7 @@ func FuzzSyncMessage(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckSyncChanges(doc, m.Changes); err != nil {
+		if err := checkSyncChanges(doc, m.Changes); err != nil {
 			if !errors.Is(err, ErrMalformedSync) && !errors.Is(err, ErrMissingDeps) {
 				t.Fatalf("error %v wraps neither ErrMalformedSync nor ErrMissingDeps", err)
 			}

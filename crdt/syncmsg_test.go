@@ -53,7 +53,7 @@ func syncMsgExchange(tb testing.TB, sa, sb *automerge.SyncState) [][]byte {
 		if !bytes.Equal(enc, raw) {
 			tb.Fatalf("Encode(Parse(b)) != b\n b: %x\nre: %x", raw, enc)
 		}
-		switch err := CheckSyncChanges(to.Doc, m.Changes); {
+		switch err := checkSyncChanges(to.Doc, m.Changes); {
 		case errors.Is(err, ErrMissingDeps):
 			// A Bloom filter false positive (1% per change) made the
 			// sender skip a change the receiver lacks. Production
@@ -398,7 +398,7 @@ func syncMsgBombs(tb testing.TB) map[string]syncMsgBomb {
 	// Naming it as the sender's head makes the receiver compute changes
 	// since it, which is where the forged seq is used as an index.
 	gap := &SyncMessage{
-		Heads:   []automerge.ChangeHash{sha256.Sum256(forged[8:])},
+		Heads:   []ChangeHash{sha256.Sum256(forged[8:])},
 		Changes: [][]byte{forged},
 	}
 
@@ -441,7 +441,7 @@ func syncMsgRefuse(doc *automerge.Doc, msg []byte) error {
 	if err != nil {
 		return err
 	}
-	return CheckSyncChanges(doc, m.Changes)
+	return checkSyncChanges(doc, m.Changes)
 }
 
 // TestSyncMessageGuardIsNeeded shows why the guard exists: each message
@@ -498,7 +498,7 @@ func TestSyncMessageGuardIsNeeded(t *testing.T) {
 
 // syncMsgChain returns n changes to key made one after another by one
 // actor, and their hashes.
-func syncMsgChain(tb testing.TB, actor, key string, n int) ([][]byte, []automerge.ChangeHash) {
+func syncMsgChain(tb testing.TB, actor, key string, n int) ([][]byte, []ChangeHash) {
 	tb.Helper()
 	d := automerge.New()
 	if err := d.SetActorID(actor); err != nil {
@@ -512,9 +512,9 @@ func syncMsgChain(tb testing.TB, actor, key string, n int) ([][]byte, []automerg
 		tb.Fatal(err)
 	}
 	raw := make([][]byte, len(chs))
-	hashes := make([]automerge.ChangeHash, len(chs))
+	hashes := make([]ChangeHash, len(chs))
 	for i, c := range chs {
-		raw[i], hashes[i] = c.Save(), c.Hash()
+		raw[i], hashes[i] = c.Save(), ChangeHash(c.Hash())
 	}
 	return raw, hashes
 }
@@ -547,7 +547,7 @@ func TestCheckSyncChanges(t *testing.T) {
 		name    string
 		doc     *automerge.Doc
 		changes [][]byte
-		heads   []automerge.ChangeHash // sent with the changes, if accepted
+		heads   []ChangeHash // sent with the changes, if accepted
 		want    error
 	}{
 		{"none", automerge.New(), nil, nil, nil},
@@ -566,7 +566,7 @@ func TestCheckSyncChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckSyncChanges(tt.doc, tt.changes)
+			err := checkSyncChanges(tt.doc, tt.changes)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatal(err)

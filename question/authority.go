@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -233,18 +234,23 @@ func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
 	if !ok {
 		return nil, a.missing(id)
 	}
+	if !d.doc.Has(heads) && d.doc.Rebased() {
+		return nil, &Refusal{Reason: Stale, Reset: true, Err: crdt.ErrMissingDeps,
+			Message: "the decision's history was rebased; load the whole document (Save)"}
+	}
 	return d.doc.ChangesSince(heads)
 }
 
 // NewSession starts a sync session with one peer over a decision's
-// document. Changes the peer sends must go through Sync, never straight to
-// the session.
+// document. Changes the peer sends must go through Edit, never straight to
+// the session; an edit session refuses any that would change the
+// document's shape all the same.
 func (a *Authority) NewSession(id string) (*crdt.Session, error) {
 	d, ok := a.decisions[id]
 	if !ok {
 		return nil, a.missing(id)
 	}
-	return d.doc.NewSession(), nil
+	return d.doc.NewEditSession(), nil
 }
 
 // txn gathers one command's effects: the records it changes (as copies),
@@ -262,6 +268,9 @@ type txn struct {
 	states map[string]*crdt.State
 	// lastChunk is the incremental chunk persistDraft staged per decision.
 	lastChunk map[string][]byte
+	// rebased holds the documents persistDraft rebased (see rebase); they
+	// replace the decisions' documents when the transaction commits.
+	rebased map[string]*crdt.Doc
 	// ans holds decision_answers rows and waiter hand-offs (answers.go).
 	ans answerTxn
 	// settled lists the decisions this transaction saves.
@@ -276,7 +285,7 @@ func (a *Authority) begin(ctx context.Context) (*txn, error) {
 	}
 	return &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
 		touched: map[string]crdt.Heads{}, chunks: map[string]int{}, states: map[string]*crdt.State{},
-		lastChunk: map[string][]byte{}}, nil
+		lastChunk: map[string][]byte{}, rebased: map[string]*crdt.Doc{}}, nil
 }
 
 // record returns the copy of a record this transaction changes.
@@ -312,20 +321,31 @@ func (t *txn) touch(id string) {
 }
 
 // persistDraft adds the document's new changes since before to the Write,
-// or a verified snapshot when the chunk count reaches the threshold.
+// or a verified snapshot when the chunk count reaches the threshold, or,
+// once the document's history has grown past a rebase threshold (see
+// crdt.Budget), a rebased document. Whatever it stages loads again within
+// crdt.Load's limits; a document whose values alone would not is refused
+// with too_large (an error wrapping crdt.ErrBudget).
 func (t *txn) persistDraft(id string, before crdt.Heads) error {
 	d := t.decision(id)
+	if d.doc.Budget().NeedsRebase() {
+		return t.rebase(id)
+	}
 	n, ok := t.chunks[id]
 	if !ok {
 		n = d.chunks
 	}
 	if _, fresh := t.created[id]; fresh || n+1 >= t.a.opts.CompactAfter {
 		snap, err := d.doc.Snapshot()
+		if errors.Is(err, crdt.ErrBudget) {
+			return t.rebase(id)
+		}
 		if err != nil {
 			return err
 		}
 		t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: snap, Snapshot: true})
 		t.chunks[id] = 0
+		delete(t.lastChunk, id)
 		return nil
 	}
 	chunk, err := d.doc.ChangesSince(before)
@@ -339,6 +359,44 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 	t.chunks[id] = n + 1
 	t.lastChunk[id] = chunk
 	return nil
+}
+
+// rebase stages a decision's document with a fresh history holding the
+// same values (crdt.Doc.Rebase, which proves it loads back and reads the
+// same) as the decision's new snapshot, replacing snapshot and chunks in
+// the same commit as the command. The document in memory is swapped only
+// when the commit succeeds.
+func (t *txn) rebase(id string) error {
+	d := t.decision(id)
+	start := time.Now()
+	old := d.doc.Budget()
+	nd, err := d.doc.Rebase()
+	if err != nil {
+		return err
+	}
+	snap, err := nd.Snapshot()
+	if err != nil {
+		return err
+	}
+	t.write.Drafts = slices.DeleteFunc(t.write.Drafts, func(p persist.DraftPut) bool { return p.Decision == id })
+	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: snap, Snapshot: true})
+	t.chunks[id] = 0
+	delete(t.lastChunk, id)
+	t.rebased[id] = nd
+	nb := nd.Budget()
+	t.a.opts.Logger.Info("rebased a decision's document", "doc", t.a.opts.Doc, "decision", id,
+		"ops", old.Ops, "bytes", old.Bytes, "changes", old.Changes,
+		"ops_after", nb.Ops, "bytes_after", len(snap), "took", time.Since(start))
+	return nil
+}
+
+// draftRefusal is the refusal for a draft that could not be staged.
+func draftRefusal(err error) *Refusal {
+	if errors.Is(err, crdt.ErrBudget) {
+		return &Refusal{Reason: TooLarge, Reset: true, Err: err,
+			Message: "the decision's document would grow past the size it must load within; nothing was changed"}
+	}
+	return &Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err}
 }
 
 // abort undoes in-memory document changes of a refused command.
@@ -380,6 +438,9 @@ func (t *txn) commit(ctx context.Context) error {
 			t.a.opts.Logger.Error("commit failed", "doc", t.a.opts.Doc, "err", err)
 			return &Refusal{Reason: Unavailable, Message: "the change could not be saved; nothing was applied", Err: err}
 		}
+	}
+	for id, nd := range t.rebased {
+		t.decision(id).doc = nd
 	}
 	for id, d := range t.created {
 		t.a.decisions[id] = d

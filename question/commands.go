@@ -109,7 +109,7 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 		t.created[id] = &decision{rec: rec, doc: doc, state: st}
 		t.records[id] = rec
 		if err := t.persistDraft(id, nil); err != nil {
-			return nil, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+			return nil, t.fail(draftRefusal(err))
 		}
 		out[i] = Created{Record: cloneRecord(rec)}
 	}
@@ -124,19 +124,30 @@ type Edited struct {
 	// Heads is the accepted draft's revision after the edit.
 	Heads crdt.Heads
 	// Changes holds the changes that were new to the authority, encoded
-	// once, to forward to every other replica.
+	// once, to forward to every other replica. It is empty when Rebased.
 	Changes []byte
 	// Draft is the accepted draft of the current generation.
 	Draft crdt.Draft
+	// Rebased reports that the edit took the decision's history past a
+	// rebase threshold and the authority replaced its document by one with
+	// a fresh history holding the same values (the edit's included): no
+	// replica can apply changes to it, so every member, the editor too,
+	// must be sent the whole new document (Authority.Save) to replace
+	// theirs. See docs/PROTOCOL.md, "Rebase".
+	Rebased bool
 }
 
 // Edit applies a replica's changes (crdt.Doc.ChangesSince encoding) to a
 // decision's shared draft. They are checked first: an edit may change only
-// the current generation's draft; a mark must sit on a cell the definition
-// describes and be yes, partly, no or null; a choice must name an option;
-// a single-choice question holds one choice. A refused edit is not merged,
-// and its refusal carries Reset so the replica returns to the accepted
-// draft.
+// draft values (crdt.Doc.ApplyEdit: never the draft's layout or the
+// definition side), and only the current generation's; a mark must sit on
+// a cell the definition describes and be yes, partly, no or null; a choice
+// must name an option; a single-choice question holds one choice. A
+// refused edit is not merged, and its refusal carries Reset so the replica
+// returns to the accepted draft. Reasons: invalid; stale (an edit of an
+// older generation, or one made against a history the authority has since
+// rebased); too_large (the document would pass what crdt.Load takes, even
+// after a rebase); resolved; forbidden; unavailable.
 func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []byte) (Edited, error) {
 	if r := canWrite(who); r != nil {
 		r.Reset = true
@@ -156,9 +167,9 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	d = a.decisions[id]
 	before := d.doc.Heads()
 	t.touch(id)
-	fresh, err := d.doc.ApplyChanges(changes)
+	fresh, err := d.doc.ApplyEdit(changes)
 	if err != nil {
-		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})
+		return Edited{}, t.fail(applyRefusal(d.doc, err))
 	}
 	if len(fresh) == 0 {
 		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
@@ -169,10 +180,11 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	}
 	t.states[id] = st
 	if err := t.persistDraft(id, before); err != nil {
-		return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+		return Edited{}, t.fail(draftRefusal(err))
 	}
+	_, rebased := t.rebased[id]
 	newChanges, ok := t.lastChunk[id]
-	if !ok { // the draft was compacted: the chunk stored is a snapshot
+	if !ok && !rebased { // the draft was compacted: the chunk stored is a snapshot
 		if newChanges, err = d.doc.ChangesSince(before); err != nil {
 			return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot encode the changes", Err: err})
 		}
@@ -180,7 +192,23 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if err := t.commit(ctx); err != nil {
 		return Edited{}, err
 	}
-	return Edited{Heads: d.doc.Heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation]}, nil
+	d = a.decisions[id]
+	if rebased {
+		newChanges = nil
+	}
+	return Edited{Heads: d.doc.Heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation], Rebased: rebased}, nil
+}
+
+// applyRefusal is the refusal of a batch crdt.Doc.ApplyEdit refused.
+func applyRefusal(doc *crdt.Doc, err error) *Refusal {
+	switch {
+	case errors.Is(err, crdt.ErrMissingDeps) && doc.Rebased():
+		return &Refusal{Reason: Stale, Reset: true, Err: err,
+			Message: "the edit was made against a history the server has replaced (rebased); load the decision's document again and redo the edit on it"}
+	case errors.Is(err, crdt.ErrBudget):
+		return &Refusal{Reason: TooLarge, Reset: true, Err: err, Message: editMessage(err)}
+	}
+	return &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
 }
 
 // checkEdit validates a document after a replica's changes were applied.
@@ -212,6 +240,14 @@ func editMessage(err error) string {
 	switch {
 	case errors.Is(err, crdt.ErrMissingDeps):
 		return "the edit depends on changes the server never accepted; sync from the accepted draft"
+	case errors.Is(err, crdt.ErrShape):
+		msg := err.Error()
+		if i := strings.Index(msg, "crdt: edit changes the document's shape: "); i >= 0 {
+			msg = msg[i+len("crdt: edit changes the document's shape: "):]
+		}
+		return "an edit may change only the draft's values: " + msg
+	case errors.Is(err, crdt.ErrBudget):
+		return "the edit holds more operations than a decision's document may"
 	case errors.Is(err, crdt.ErrTooLarge):
 		return "the edit is too large"
 	}

@@ -23,6 +23,7 @@ const (
 	TooMany        Reason = "too_many"       // a batch above its limit
 	NotSettled     Reason = "not_settled"    // reopen or why on a decision that is not settled
 	Unavailable    Reason = "unavailable"    // storage failed; nothing was acknowledged
+	TooLarge       Reason = "too_large"      // the decision's document would pass a limit it must load within
 )
 
 // Refusal is the one error type every refused command returns. A refused
@@ -68,6 +69,7 @@ var (
 	ErrTooMany        = &Refusal{Reason: TooMany}
 	ErrNotSettled     = &Refusal{Reason: NotSettled}
 	ErrUnavailable    = &Refusal{Reason: Unavailable}
+	ErrTooLarge       = &Refusal{Reason: TooLarge}
 )
 
 func refuse(reason Reason, format string, args ...any) *Refusal {

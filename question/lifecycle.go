@@ -153,7 +153,7 @@ func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, 
 	rec.Generation++
 	a.onUnsettle(t, rec, false) // the waiting row and jobs go stale
 	if err := t.persistDraft(id, before); err != nil {
-		return Record{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+		return Record{}, t.fail(draftRefusal(err))
 	}
 	if err := t.commit(ctx); err != nil {
 		return Record{}, err
@@ -307,7 +307,7 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 	}
 	rec.Appended[req.Key] = Appended{Kind: kind, Question: req.Question, ID: item.ID}
 	if err := t.persistDraft(req.ID, before); err != nil {
-		return AppendResult{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot save the draft", Err: err})
+		return AppendResult{}, t.fail(draftRefusal(err))
 	}
 	if err := t.commit(ctx); err != nil {
 		return AppendResult{}, err

@@ -57,3 +57,27 @@ func rawEdit(saved []byte, edit func(am *automerge.Doc) error) ([]byte, error) {
 	}
 	return automerge.SaveChanges(chs), nil
 }
+
+// RawNewMap loads the saved document, puts a fresh empty map at path
+// (replacing whatever was there), and returns the change, encoded as
+// RawChange does.
+func RawNewMap(saved []byte, path []any) ([]byte, error) {
+	return rawEdit(saved, func(am *automerge.Doc) error {
+		if err := am.Path(path...).Set(automerge.NewMap()); err != nil {
+			return fmt.Errorf("replace %v: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// RawNewText loads the saved document, puts a fresh text holding s at path
+// (replacing whatever was there), and returns the change, encoded as
+// RawChange does.
+func RawNewText(saved []byte, path []any, s string) ([]byte, error) {
+	return rawEdit(saved, func(am *automerge.Doc) error {
+		if err := am.Path(path...).Set(automerge.NewText(s)); err != nil {
+			return fmt.Errorf("replace %v: %w", path, err)
+		}
+		return nil
+	})
+}

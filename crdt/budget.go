@@ -1,0 +1,413 @@
+package crdt
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/automerge/automerge-go"
+)
+
+// Load refuses a document past these limits, so every state the authority
+// keeps must stay within them: a document that loaded once must load again
+// with the same code. The authority keeps a running Budget of each
+// document and, before a state past a rebase threshold is stored, replaces
+// the document's history by a fresh one holding the same values (Rebase).
+const (
+	// MaxDocumentOps caps the operations Load decodes from a snapshot and
+	// its chunks together. Every operation ever made counts: a deleted
+	// character stays in the history (and in a compact save) for good.
+	MaxDocumentOps = maxChunkOps
+
+	// RebaseOps is the operation count past which the authority rebases a
+	// document. A fresh history holds one operation per live value (one
+	// per character of every generation's written answers), so after a
+	// rebase a document holds far fewer; MaxDocumentOps - RebaseOps
+	// (524,288) leaves room for the largest legal edit, a 100,000-character
+	// answer replaced whole (200,000 operations), on top of a document just
+	// under the threshold.
+	RebaseOps = 1 << 19
+
+	// RebaseBytes is the encoded size past which the authority rebases a
+	// document, a quarter of MaxDocumentBytes; one batch is at most
+	// MaxChangesBytes.
+	RebaseBytes = MaxDocumentBytes / 4
+
+	// RebaseChanges is the change count past which the authority rebases a
+	// document: Load reads every change's header, so loading grows with
+	// their number even where their operations are few (marks set again
+	// and again).
+	RebaseChanges = 1 << 16
+)
+
+// Budget is what Load would count of a document as the authority stores it
+// (the snapshot it was loaded from or last rebased to, and every change
+// since as chunks). It is kept up to date change by change, from the
+// operations each incoming batch and each local change holds, never by
+// reading the history again. Its counts are upper bounds: a compact
+// snapshot of the same changes holds no delete operations.
+type Budget struct {
+	// Ops counts operations (against MaxDocumentOps).
+	Ops int
+	// Bytes counts encoded bytes (against MaxDocumentBytes).
+	Bytes int
+	// Changes counts changes in the history.
+	Changes int
+	// Actors counts the actors that wrote them.
+	Actors int
+	// BaseOps is Ops right after the last Rebase (0 if there was none):
+	// the size of the values alone, which no rebase can bring down.
+	BaseOps int
+}
+
+// Err returns an error wrapping ErrBudget (and so ErrTooLarge) when the
+// document is past a limit Load enforces, nil otherwise.
+func (b Budget) Err() error {
+	switch {
+	case b.Ops > MaxDocumentOps:
+		return errorf(ErrBudget, "%d operations, more than %d", b.Ops, MaxDocumentOps)
+	case b.Bytes > MaxDocumentBytes:
+		return errorf(ErrBudget, "%d bytes, more than %d", b.Bytes, MaxDocumentBytes)
+	}
+	return nil
+}
+
+// NeedsRebase reports whether the document's history has grown past a
+// rebase threshold, or past a limit, and a rebase can be expected to shrink
+// it: a document whose values alone are near the threshold is rebased
+// again only once its history has doubled them (or crossed a limit).
+func (b Budget) NeedsRebase() bool {
+	if b.Err() != nil {
+		return true
+	}
+	past := b.Ops > RebaseOps || b.Bytes > RebaseBytes || b.Changes > RebaseChanges
+	return past && (b.BaseOps == 0 || b.Ops > 2*b.BaseOps || b.Changes > RebaseChanges)
+}
+
+// budgetMark is the budget at one revision, kept for Rollback.
+type budgetMark struct {
+	heads Heads
+	b     Budget
+}
+
+// maxBudgetMarks bounds the revisions Rollback can restore a budget for
+// without counting the history again; the authority rolls back at most a
+// command's few changes.
+const maxBudgetMarks = 8
+
+// Budget returns the document's running budget.
+func (d *Doc) Budget() Budget {
+	if !d.budgetKnown {
+		d.budget = d.countBudget()
+		d.budgetKnown = true
+	}
+	b := d.budget
+	if seqs, err := d.seqCounts(); err == nil {
+		b.Actors = len(seqs)
+	}
+	return b
+}
+
+// countBudget counts the budget from the whole history, encoded as
+// changes: the fallback when a document was forked or merged, whose form
+// as stored is unknown. It is an upper bound of what Load counts of any
+// snapshot and chunks of the same changes.
+func (d *Doc) countBudget() Budget {
+	chs, err := d.am.Changes()
+	if err != nil {
+		return Budget{Ops: MaxDocumentOps + 1} // unreadable: never trust it
+	}
+	var b Budget
+	for _, c := range chs {
+		raw := c.Save()
+		n, err := changeOps(raw)
+		if err != nil {
+			return Budget{Ops: MaxDocumentOps + 1}
+		}
+		b.Ops += n
+		b.Bytes += len(raw)
+	}
+	b.Changes = len(chs)
+	b.BaseOps = d.budget.BaseOps
+	return b
+}
+
+// markBudget remembers the budget at the current revision (heads, sorted),
+// before a change.
+func (d *Doc) markBudget(heads Heads) {
+	if !d.budgetKnown {
+		return
+	}
+	if n := len(d.marks); n > 0 && d.marks[n-1].heads.Equal(heads) {
+		return
+	}
+	if len(d.marks) == maxBudgetMarks {
+		d.marks = slices.Delete(d.marks, 0, 1)
+	}
+	d.marks = append(d.marks, budgetMark{heads: slices.Clone(heads), b: d.budget})
+}
+
+// rollbackBudget restores the budget of an earlier revision.
+func (d *Doc) rollbackBudget(heads Heads) {
+	for i := len(d.marks) - 1; i >= 0; i-- {
+		if d.marks[i].heads.Equal(heads) {
+			d.budget = d.marks[i].b
+			d.marks = d.marks[:i]
+			return
+		}
+	}
+	d.marks = nil
+	d.budgetKnown = false
+}
+
+// addBudget adds a change (or batch of changes) to the running budget.
+func (d *Doc) addBudget(ops, bytes, changes int) {
+	if !d.budgetKnown {
+		return
+	}
+	d.budget.Ops += ops
+	d.budget.Bytes += bytes
+	d.budget.Changes += changes
+}
+
+// changeOps counts the operations of one change chunk (one of this
+// document's own, already checked), from its action column alone.
+func changeOps(c []byte) (int, error) {
+	body, err := chunkBody(c)
+	if err != nil {
+		return 0, err
+	}
+	r := leb{b: skipDeps(body)}
+	r.bytes() // actor
+	r.uint()  // seq
+	r.uint()  // start op
+	r.int()   // time
+	r.bytes() // message
+	for n := r.count(len(r.b)); n > 0 && r.err == nil; n-- {
+		r.bytes()
+	}
+	cols := r.layout()
+	r.fill(cols)
+	if r.err != nil {
+		return 0, r.err
+	}
+	for _, col := range cols {
+		if col.spec&^colDeflate != colAction {
+			continue
+		}
+		data := col.data
+		if col.spec&colDeflate != 0 {
+			if data, err = inflate(data); err != nil {
+				return 0, err
+			}
+		}
+		a := runs{r: leb{b: data}}
+		n := 0
+		for !a.done() {
+			if a.left == 0 {
+				a.row()
+				n++
+				continue
+			}
+			if a.lit {
+				a.row()
+				n++
+				continue
+			}
+			n += int(a.left) // a repeated run: count it whole
+			a.left = 0
+		}
+		return n, a.r.err
+	}
+	return 0, nil
+}
+
+// rebaseMessage marks the first change of a rebased document's history.
+const rebaseMessage = "rebase"
+
+// Rebase returns a document with a fresh history that holds the same
+// values as d: format version, questions with their items, the appended
+// map, the generation, and every generation's draft (text, marks including
+// cleared registers, choices). Its history is one change, so it holds one
+// operation per value. It is proven to load back (through Load and its
+// checks) and to read the same State; the result is that loaded copy,
+// writing as d's actor, whose Budget is exactly what Load counted.
+//
+// A rebased document shares no change with d: a replica holding d must
+// replace its document with the rebased one, never merge the two (see
+// Rebased).
+func (d *Doc) Rebase() (*Doc, error) {
+	st, err := d.State()
+	if err != nil {
+		return nil, err
+	}
+	nd, err := newDoc(automerge.New(), Options{Now: d.now})
+	if err != nil {
+		return nil, err
+	}
+	if err := nd.writeState(st); err != nil {
+		return nil, err
+	}
+	t := d.now()
+	if _, err := nd.am.Commit(rebaseMessage, automerge.CommitOptions{Time: &t}); err != nil {
+		return nil, amError("rebase", err)
+	}
+	saved := nd.am.Save()
+	if len(saved) > MaxDocumentBytes {
+		return nil, errorf(ErrBudget, "the values alone take %d bytes, more than %d", len(saved), MaxDocumentBytes)
+	}
+	back, err := Load(saved, nil, Options{Actor: d.actor, Now: d.now})
+	if err != nil {
+		return nil, fmt.Errorf("crdt: rebased document does not load: %w", err)
+	}
+	got, err := back.State()
+	if err != nil {
+		return nil, fmt.Errorf("crdt: rebased document does not read: %w", err)
+	}
+	if !got.Equal(st) {
+		return nil, errorf(ErrMalformed, "rebased document reads differently")
+	}
+	back.rebased = true
+	back.proven = &provenSave{am: back.am, heads: back.amHeads(), saved: saved}
+	back.budget.BaseOps = back.budget.Ops
+	if err := back.budget.Err(); err != nil {
+		return nil, err
+	}
+	return back, nil
+}
+
+// Rebased reports whether d's history was started by Rebase: a change of
+// a replica that depends on changes d lacks was most likely made against
+// the history the rebase replaced.
+func (d *Doc) Rebased() bool { return d.rebased }
+
+// writeState writes st into an empty document, in a fixed order.
+func (d *Doc) writeState(st *State) error {
+	root := d.am.RootMap()
+	if err := root.Set("v", int64(formatVersion)); err != nil {
+		return amError("rebase", err)
+	}
+	qs := automerge.NewMap()
+	if err := root.Set("questions", qs); err != nil {
+		return amError("rebase", err)
+	}
+	for _, id := range sortedKeys(st.Questions) {
+		q := st.Questions[id]
+		m := automerge.NewMap()
+		if err := qs.Set(id, m); err != nil {
+			return amError("rebase", err)
+		}
+		if err := m.Set("written", q.Written); err != nil {
+			return amError("rebase", err)
+		}
+		if err := m.Set("multiple", q.Multiple); err != nil {
+			return amError("rebase", err)
+		}
+		for _, list := range []struct {
+			key   string
+			items []Item
+		}{{"options", q.Options}, {"criteria", q.Criteria}} {
+			l := automerge.NewList()
+			if err := m.Set(list.key, l); err != nil {
+				return amError("rebase", err)
+			}
+			for _, it := range list.items {
+				if err := appendItem(l, it); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(st.Appended) > 0 {
+		ap := automerge.NewMap()
+		if err := root.Set("appended", ap); err != nil {
+			return amError("rebase", err)
+		}
+		for _, key := range sortedKeys(st.Appended) {
+			a := st.Appended[key]
+			e := automerge.NewMap()
+			if err := ap.Set(key, e); err != nil {
+				return amError("rebase", err)
+			}
+			for _, kv := range [][2]string{{"kind", a.Kind}, {"question", a.Question}, {"id", a.ID}} {
+				if err := e.Set(kv[0], kv[1]); err != nil {
+					return amError("rebase", err)
+				}
+			}
+		}
+	}
+	if len(st.Drafts) > 0 {
+		drafts := automerge.NewMap()
+		if err := root.Set("drafts", drafts); err != nil {
+			return amError("rebase", err)
+		}
+		for _, g := range sortedKeys(st.Drafts) {
+			if err := writeDraft(drafts, g, st.Drafts[g], st.Questions); err != nil {
+				return err
+			}
+		}
+	}
+	if st.Generation > 0 {
+		if err := root.Set("generation", st.Generation); err != nil {
+			return amError("rebase", err)
+		}
+	}
+	return nil
+}
+
+func writeDraft(drafts *automerge.Map, g uint64, dr Draft, shapes map[string]*QuestionState) error {
+	gm := automerge.NewMap()
+	if err := drafts.Set(genKey(g), gm); err != nil {
+		return amError("rebase", err)
+	}
+	for _, id := range sortedKeys(dr.Questions) {
+		q, shape := dr.Questions[id], shapes[id]
+		qd := automerge.NewMap()
+		if err := gm.Set(id, qd); err != nil {
+			return amError("rebase", err)
+		}
+		if shape.Written {
+			if err := qd.Set("text", automerge.NewText(q.Text)); err != nil {
+				return amError("rebase", err)
+			}
+			continue
+		}
+		mm := automerge.NewMap()
+		if err := qd.Set("marks", mm); err != nil {
+			return amError("rebase", err)
+		}
+		for _, k := range sortedKeys(q.Marks) {
+			var v any // a cleared register stays a register holding null
+			if m := q.Marks[k]; m.Valid() {
+				v = string(m)
+			}
+			if err := mm.Set(k, v); err != nil {
+				return amError("rebase", err)
+			}
+		}
+		chosen := automerge.NewMap()
+		if err := qd.Set("chosen", chosen); err != nil {
+			return amError("rebase", err)
+		}
+		if shape.Multiple {
+			for _, o := range q.Choices {
+				if err := chosen.Set(o, true); err != nil {
+					return amError("rebase", err)
+				}
+			}
+		} else if len(q.Choices) == 1 {
+			if err := qd.Set("choice", q.Choices[0]); err != nil {
+				return amError("rebase", err)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[K string | uint64, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
