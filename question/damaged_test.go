@@ -19,8 +19,8 @@ import (
 	"github.com/accord-crdt/accord/question"
 )
 
-// boltFixture is an authority over a real bbolt file, reopened at will.
-type boltFixture struct {
+// damageFixture is an authority over a real bbolt file, reopened at will.
+type damageFixture struct {
 	t     *testing.T
 	path  string
 	store *boltstore.Store
@@ -30,8 +30,8 @@ type boltFixture struct {
 	n     int
 }
 
-func newBoltFixture(t *testing.T) *boltFixture {
-	f := &boltFixture{t: t, path: filepath.Join(t.TempDir(), "accord.db"), now: time.Date(2026, 10, 19, 9, 0, 0, 0, time.UTC)}
+func newDamageFixture(t *testing.T) *damageFixture {
+	f := &damageFixture{t: t, path: filepath.Join(t.TempDir(), "accord.db"), now: time.Date(2026, 10, 19, 9, 0, 0, 0, time.UTC)}
 	f.reopen()
 	t.Cleanup(func() { f.store.Close() })
 	return f
@@ -39,7 +39,7 @@ func newBoltFixture(t *testing.T) *boltFixture {
 
 // reopen closes the store (if open) and opens the file and the authority
 // afresh, as a restarted host would.
-func (f *boltFixture) reopen() {
+func (f *damageFixture) reopen() {
 	f.t.Helper()
 	if f.store != nil {
 		f.store.Close()
@@ -62,7 +62,7 @@ func (f *boltFixture) reopen() {
 	f.a = a
 }
 
-func (f *boltFixture) create(key string, def question.Definition) question.Record {
+func (f *damageFixture) create(key string, def question.Definition) question.Record {
 	f.t.Helper()
 	out, err := f.a.Create(ctx, ana, []question.CreateRequest{{Key: key, Origin: question.FromPlanner, Definition: def}})
 	if err != nil {
@@ -72,7 +72,7 @@ func (f *boltFixture) create(key string, def question.Definition) question.Recor
 }
 
 // choose edits a choice decision through a replica and saves it.
-func (f *boltFixture) chooseAndSave(id, option string) question.Record {
+func (f *damageFixture) chooseAndSave(id, option string) question.Record {
 	f.t.Helper()
 	saved, err := f.a.Save(id)
 	must(f.t, err)
@@ -92,7 +92,7 @@ func (f *boltFixture) chooseAndSave(id, option string) question.Record {
 
 // damageFile opens the bbolt file directly, as a disk or a bad copy would
 // leave it, and applies damage to the document's buckets.
-func (f *boltFixture) damageFile(damage func(doc *bolt.Bucket) error) {
+func (f *damageFixture) damageFile(damage func(doc *bolt.Bucket) error) {
 	f.t.Helper()
 	f.store.Close()
 	f.store = nil
@@ -144,7 +144,7 @@ func storedBytes(t *testing.T, path string) map[string]string {
 // five are reported and refused as unavailable, the others work, and the
 // damaged bytes are never written over.
 func TestDamagedDecisionLeavesOthersWorking(t *testing.T) {
-	f := newBoltFixture(t)
+	f := newDamageFixture(t)
 	good := f.create("good", choiceDef())
 	written := f.create("written", writtenDef())
 	badJSON := f.create("bad-json", choiceDef())
