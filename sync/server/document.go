@@ -32,6 +32,9 @@ type document struct {
 	inbox chan op
 	quit  chan struct{}
 	qonce sync.Once
+	// wake asks the goroutine to queue more join frames: a joining conn's
+	// write pump drained what was queued (conn.pop).
+	wake chan struct{}
 
 	refs    int  // attached connections; guarded by s.mu
 	stopped bool // removed from s.docs; guarded by s.mu
@@ -45,7 +48,12 @@ type document struct {
 	// so none arrives before its welcome or repeats its catch-up.
 	conns map[*conn]uint64
 	joins uint64
-	held  []delivery
+	// hellos wait for the end of the current group: a welcome describes
+	// only committed state, so it is built after the group's commit.
+	hellos []pendingJoin
+	// joining holds the decisions each new conn has still to be sent.
+	joining map[*conn]*joinCursor
+	held    []delivery
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -72,14 +80,45 @@ type delivery struct {
 	joins  uint64 // for a broadcast: the joins decided before it
 	msg    *encoded
 	// reply is set for replies, so a failed commit can turn them into
-	// refusals; join is set for a hello's frames.
+	// refusals.
 	reply *wire.Reply
-	join  bool
 }
 
+type pendingJoin struct {
+	c    *conn
+	have map[string][]string
+}
+
+// joinCursor is a join in progress: the decisions of the welcome, in its
+// order, of which the first next were sent. rest holds those not sent yet.
+type joinCursor struct {
+	have map[string][]string
+	ids  []string
+	next int
+	rest map[string]struct{}
+}
+
+// Join pacing: at most joinWindow join frames (or about joinWindowBytes)
+// wait in a conn's outbox; the write pump asks for more when a quarter
+// is left. The window keeps the socket busy while bounding what one
+// joiner holds in memory, whatever the size of the document.
+const (
+	joinWindow      = 32
+	joinWindowBytes = 1 << 20
+)
+
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]uint64{},
-		sessions: map[*conn]map[string]*crdt.Session{}}
+	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), wake: make(chan struct{}, 1),
+		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
+}
+
+// wakeJoins asks the document goroutine to queue more join frames. It
+// never blocks.
+func (d *document) wakeJoins() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
 }
 
 // submit hands an op to the document goroutine; false if the conn or the
@@ -125,9 +164,12 @@ func (d *document) run() {
 			d.handle(ctx, o)
 			d.drain(ctx, d.s.opts.MaxGroup-1)
 			d.flush(ctx)
+			d.pumpJoins()
 			if len(d.conns) == 0 {
 				idle.Reset(d.s.opts.IdleUnload)
 			}
+		case <-d.wake:
+			d.pumpJoins()
 		case <-idle.C:
 			if len(d.conns) == 0 && d.s.tryUnload(d) {
 				return
@@ -188,16 +230,13 @@ func (d *document) failGroup(ctx context.Context) {
 	d.sessions = map[*conn]map[string]*crdt.Session{}
 	var kept []delivery
 	for _, h := range d.held {
-		switch {
-		case h.reply != nil:
+		if h.reply != nil {
 			r := &wire.Reply{Header: h.reply.Header, ID: h.reply.ID, OK: false, Reason: question.Unavailable,
 				Message: "the change could not be saved; nothing was applied", Reset: h.reply.ID != ""}
 			if r.Reset {
 				r.Doc, _ = d.auth.Save(h.reply.ID)
 			}
 			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
-		case h.join:
-			h.to.close() // it saw state that is gone; it reconnects
 		}
 	}
 	d.held = kept
@@ -208,11 +247,27 @@ func (d *document) deliver(h delivery) {
 		d.sendTo(h.to, h.msg)
 		return
 	}
+	ch, _ := h.msg.msg.(*wire.Changes)
 	for c, joined := range d.conns {
-		if c != h.except && joined <= h.joins {
-			d.sendTo(c, h.msg)
+		if c == h.except || joined > h.joins {
+			continue
 		}
+		if ch != nil && d.joining[c].pending(ch.ID) {
+			// The join frame of this decision, built later from the
+			// accepted state, carries these changes; sent now they would
+			// reach a replica that has not loaded the decision.
+			continue
+		}
+		d.sendTo(c, h.msg)
 	}
+}
+
+func (j *joinCursor) pending(id string) bool {
+	if j == nil {
+		return false
+	}
+	_, ok := j.rest[id]
+	return ok
 }
 
 func (d *document) sendTo(c *conn, e *encoded) {
@@ -237,12 +292,16 @@ func (d *document) broadcast(except *conn, m wire.Message) {
 func (d *document) handle(ctx context.Context, o op) {
 	if o.leave {
 		delete(d.conns, o.c)
+		delete(d.joining, o.c)
 		delete(d.sessions, o.c)
 		return
 	}
 	if o.do != nil {
 		d.runDo(ctx, o)
 		return
+	}
+	if o.c.closed() {
+		return // nobody hears its reply, and nothing was acknowledged
 	}
 	if d.loadErr != nil {
 		o.c.replyError(o.c.format, "", "unavailable", "the document cannot be loaded")
@@ -291,23 +350,70 @@ func heads(h crdt.Heads) []string {
 
 func parseHeads(hs []string) (crdt.Heads, error) { return crdt.ParseHeads(strings.Join(hs, ",")) }
 
-// join answers a hello: welcome, then every decision's document or the
-// changes the member lacks.
+// join takes a hello; pumpJoins answers it once the group is committed.
 func (d *document) join(c *conn, h *wire.Hello) {
-	if _, ok := d.conns[c]; ok {
+	if c.helloSeen {
 		c.replyError(c.format, "", "invalid", "hello was already sent")
 		return
 	}
-	d.joins++
-	d.conns[c] = d.joins
-	recs := d.auth.Records()
-	d.hold(delivery{to: c, join: true, msg: &encoded{msg: &wire.Welcome{
-		Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
-		Member: c.member.Login, Write: c.member.Write, Records: recs,
-	}}})
-	for _, r := range recs {
-		d.hold(delivery{to: c, join: true, msg: &encoded{msg: d.catchUp(r.ID, h.Have[r.ID])}})
+	c.helloSeen = true
+	d.hellos = append(d.hellos, pendingJoin{c: c, have: h.Have})
+}
+
+// pumpJoins sends the welcomes of the hellos of the group just committed,
+// then, to every conn still joining, join frames (each decision's
+// document or the changes the member lacks, in the welcome's order) until
+// its join window is full. It runs only between groups, when the
+// authority holds exactly what is committed, so no join frame shows
+// state that is not durable; the frames are built as they are sent, so
+// each is as recent as it can be and the changes broadcast to the conn
+// meanwhile (skipped by deliver) are part of it.
+func (d *document) pumpJoins() {
+	var recs []question.Record
+	for _, j := range d.hellos {
+		if j.c.closed() {
+			continue
+		}
+		if recs == nil {
+			recs = d.auth.Records()
+		}
+		d.joins++
+		d.conns[j.c] = d.joins
+		cur := &joinCursor{have: j.have, ids: make([]string, len(recs)), rest: make(map[string]struct{}, len(recs))}
+		for i, r := range recs {
+			cur.ids[i] = r.ID
+			cur.rest[r.ID] = struct{}{}
+		}
+		d.joining[j.c] = cur
+		j.c.joining.Store(true)
+		m := j.c.login()
+		d.sendPaced(j.c, &encoded{msg: &wire.Welcome{
+			Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
+			Member: m.Login, Write: m.Write, Records: recs,
+		}})
 	}
+	d.hellos = nil
+	for c, cur := range d.joining {
+		for cur.next < len(cur.ids) && c.pacedRoom() > 0 {
+			id := cur.ids[cur.next]
+			cur.next++
+			delete(cur.rest, id)
+			d.sendPaced(c, &encoded{msg: d.catchUp(id, cur.have[id])})
+		}
+		if cur.next == len(cur.ids) {
+			delete(d.joining, c)
+			c.joining.Store(false)
+		}
+	}
+}
+
+func (d *document) sendPaced(c *conn, e *encoded) {
+	f, err := e.frame(c.format)
+	if err != nil {
+		d.s.opts.Logger.Error("encode", "doc", d.id, "kind", e.msg.FrameKind(), "err", err)
+		return
+	}
+	c.sendPaced(f)
 }
 
 // catchUp returns the frame that brings a replica holding have up to the

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -28,6 +29,13 @@ type Server struct {
 	closing  bool
 	runners  sync.WaitGroup
 	handlers sync.WaitGroup
+
+	stats counters
+}
+
+// counters are the Server's running totals (Stats).
+type counters struct {
+	slowDrops atomic.Uint64
 }
 
 // New returns a Server.
@@ -92,7 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many open documents", http.StatusServiceUnavailable)
 		return
 	}
-	c := &conn{s: s, member: member, out: make(chan frame, s.opts.Outbox), done: make(chan struct{})}
+	c := &conn{s: s, member: member, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
 	s.mu.Unlock()
