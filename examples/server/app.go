@@ -72,7 +72,7 @@ func newApp(store persist.Store, log *slog.Logger) (*app, error) {
 			}
 			return question.Member{}, server.ErrUnauthorized
 		},
-		Committed: func(doc string) {
+		Committed: func(doc string, _ []string) {
 			if a.driver != nil {
 				a.driver.Poke(doc)
 			}

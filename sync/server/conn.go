@@ -1,6 +1,9 @@
 package server
 
 import (
+	"errors"
+	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +26,13 @@ import (
 // document.pumpJoins), so they never count against the slow-consumer
 // bound and a joiner that keeps reading always gets everything.
 type conn struct {
-	s   *Server
-	ws  *websocket.Conn
-	doc *document
+	s     *Server
+	ws    *websocket.Conn
+	doc   *document // set under s.mu once attached
+	docID string
+	// req is the upgrade request as Options.Authorize saw it, for
+	// Reauthorize.
+	req *http.Request
 
 	mu     sync.Mutex
 	member question.Member // set at the upgrade; Reauthorize may lower it
@@ -152,8 +159,15 @@ func (c *conn) close() {
 func (c *conn) write(f frame) error {
 	c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
 	if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// A peer that stopped reading: as slow as a full outbox.
+			c.s.stats.slowDrops.Add(1)
+			c.s.opts.Logger.Warn("dropping slow connection: a write timed out", "doc", c.docID, "member", c.login().Login)
+		}
 		return err
 	}
+	c.s.stats.framesOut.Add(1)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,8 @@ type op struct {
 	// its result once its effects are durable.
 	do   func(a *question.Authority) error
 	done chan error
+	// rights changes the conn's member (Server.Reauthorize).
+	rights *rightsChange
 }
 
 // delivery is a frame waiting for its group's commit.
@@ -203,12 +206,15 @@ func (d *document) flush(ctx context.Context) {
 	if !w.Empty() {
 		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
 			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
+			d.s.stats.commitFailures.Add(1)
 			durable = false
 			d.failGroup(ctx)
+		} else {
+			d.s.stats.commits.Add(1)
 		}
 	}
 	if durable && !w.Empty() && d.s.opts.Committed != nil {
-		d.s.opts.Committed(d.id)
+		d.s.opts.Committed(d.id, decisionsOf(w))
 	}
 	after := d.afterFlush
 	d.afterFlush = nil
@@ -220,6 +226,25 @@ func (d *document) flush(ctx context.Context) {
 	for _, h := range held {
 		d.deliver(h)
 	}
+}
+
+// decisionsOf lists, sorted and once each, the decisions a Write touches.
+func decisionsOf(w *persist.Write) []string {
+	var ids []string
+	for _, p := range w.Records {
+		ids = append(ids, p.Key)
+	}
+	for _, p := range w.Drafts {
+		ids = append(ids, p.Decision)
+	}
+	for _, p := range w.Projections {
+		ids = append(ids, p.Key)
+	}
+	for _, p := range w.Answers {
+		ids = append(ids, p.Key)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // failGroup turns the held group into refusals after a failed commit.
@@ -282,6 +307,9 @@ func (d *document) sendTo(c *conn, e *encoded) {
 func (d *document) hold(h delivery) { d.held = append(d.held, h) }
 
 func (d *document) replyTo(c *conn, r *wire.Reply) {
+	if !r.OK {
+		d.s.stats.refusals.Add(1)
+	}
 	d.hold(delivery{to: c, msg: &encoded{msg: r}, reply: r})
 }
 
@@ -298,6 +326,10 @@ func (d *document) handle(ctx context.Context, o op) {
 	}
 	if o.do != nil {
 		d.runDo(ctx, o)
+		return
+	}
+	if o.rights != nil {
+		o.rights.done <- d.changeRights(o.c, o.rights)
 		return
 	}
 	if o.c.closed() {
@@ -326,7 +358,7 @@ func (d *document) handle(ctx context.Context, o op) {
 	case *wire.Sync:
 		d.sync(ctx, o.c, m)
 	default:
-		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+o.msg.FrameKind())
+		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+string(o.msg.FrameKind()))
 	}
 }
 
@@ -532,7 +564,7 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	}
 	var rec question.Record
 	var err error
-	var event string
+	var event wire.Kind
 	switch m.Kind {
 	case wire.KindReopen:
 		rec, err = d.auth.Reopen(ctx, c.member, m.ID)

@@ -437,7 +437,10 @@ func TestJoinerThatStopsReadingIsDropped(t *testing.T) {
 		edits, err = e.run(stop)
 		done <- err
 	}()
-	waitFor(t, "the silent joiner to be dropped", time.Minute, func() bool { return drops.Load() > 0 })
+	waitFor(t, "the silent joiner to be dropped", time.Minute, func() bool { return ts.srv.Stats().SlowDrops > 0 })
+	if drops.Load() == 0 {
+		t.Error("the drop was not logged")
+	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatalf("writer: %v", err)

@@ -23,6 +23,8 @@ type Options struct {
 	Store persist.Store
 	// Authorize tells who a connection's member is for a document, and
 	// whether they write or only read. An error refuses the connection.
+	// Server.Reauthorize calls it again, with a copy of the upgrade
+	// request (same URL, headers and cookies; no body).
 	Authorize func(r *http.Request, doc string) (question.Member, error)
 	// CheckOrigin accepts or refuses a browser's Origin. nil accepts only
 	// requests whose Origin host equals the request's Host (or no Origin).
@@ -39,9 +41,11 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// Committed, if set, is called (on the document's goroutine; it must
-	// not block) after each group of commands was committed, so a host can
-	// wake work that follows saves, such as answer delivery.
-	Committed func(doc string)
+	// not block) after each group of commands was committed, with the ids
+	// of the decisions whose record, draft, projection or answer row the
+	// group wrote (sorted, each once), so a host can wake work that
+	// follows saves, such as answer delivery.
+	Committed func(doc string, decisions []string)
 
 	// MaxConnections caps open connections (default 4096).
 	MaxConnections int

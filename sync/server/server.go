@@ -35,7 +35,7 @@ type Server struct {
 
 // counters are the Server's running totals (Stats).
 type counters struct {
-	slowDrops atomic.Uint64
+	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 }
 
 // New returns a Server.
@@ -100,7 +100,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many open documents", http.StatusServiceUnavailable)
 		return
 	}
-	c := &conn{s: s, member: member, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	req := r.Clone(context.Background())
+	req.Body = http.NoBody
+	c := &conn{s: s, member: member, req: req, docID: docID, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -122,7 +124,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	})
 	d = s.attach(docID)
+	s.mu.Lock()
 	c.doc = d
+	s.mu.Unlock()
 	go c.writePump()
 	defer func() {
 		c.close()
@@ -149,8 +153,10 @@ func (s *Server) readPump(c *conn) {
 		if typ == websocket.TextMessage {
 			format = wire.Text
 		}
+		s.stats.framesIn.Add(1)
 		msg, err := wire.Decode(data, format)
 		if err != nil {
+			s.stats.refusals.Add(1)
 			h := wire.PeekHeader(data, format)
 			answer := format // before the hello, the frame's own format
 			if joined {
@@ -195,6 +201,7 @@ func (c *conn) replyFrame(f wire.Format, m wire.Message) {
 }
 
 func (c *conn) replyError(f wire.Format, rid, reason, message string) {
+	c.s.stats.refusals.Add(1)
 	e := &encoded{msg: &wire.Error{Header: wire.Header{Kind: wire.KindError, RID: rid}, Reason: reason, Message: message}}
 	if fr, err := e.frame(f); err == nil {
 		c.send(fr)

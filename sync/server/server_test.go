@@ -155,7 +155,7 @@ func (p *peer) next() wire.Message {
 	return nil
 }
 
-func (p *peer) expect(kind string) wire.Message {
+func (p *peer) expect(kind wire.Kind) wire.Message {
 	p.t.Helper()
 	for {
 		m := p.next()

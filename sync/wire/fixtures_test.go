@@ -168,8 +168,8 @@ type frame struct {
 	reply bool
 }
 
-func hdr(kind string) Header      { return Header{Kind: kind} }
-func req(kind, rid string) Header { return Header{Kind: kind, RID: rid} }
+func hdr(kind Kind) Header             { return Header{Kind: kind} }
+func req(kind Kind, rid string) Header { return Header{Kind: kind, RID: rid} }
 func opt(id, label string) *question.Option {
 	return &question.Option{ID: id, Label: label}
 }
