@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -223,9 +224,7 @@ func (d *document) flush(ctx context.Context) {
 	}
 	held := d.held
 	d.held = nil
-	for _, h := range held {
-		d.deliver(h)
-	}
+	d.deliverGroup(held)
 }
 
 // decisionsOf lists, sorted and once each, the decisions a Write touches.
@@ -267,24 +266,123 @@ func (d *document) failGroup(ctx context.Context) {
 	d.held = kept
 }
 
-func (d *document) deliver(h delivery) {
-	if h.to != nil {
-		d.sendTo(h.to, h.msg)
-		return
+// deliverGroup sends a committed group's frames. Each connection gets
+// them in the order they were decided, except that the accepted changes
+// of one decision are coalesced into one question:changes frame, at the
+// place of the first, as long as no other frame about that decision goes
+// to that connection in between: a replica applies them in one call, and
+// nothing about the decision (a reply, an event, its document) changes
+// its place relative to them. A frame about no decision in particular
+// ends every run. Frames and coalesced frames are encoded once per
+// format and shared by the connections that get the same ones.
+func (d *document) deliverGroup(held []delivery) {
+	type item struct {
+		h     int   // the delivery, when parts is empty
+		parts []int // the coalesced changes deliveries, in order
 	}
-	ch, _ := h.msg.msg.(*wire.Changes)
-	for c, joined := range d.conns {
-		if c == h.except || joined > h.joins {
+	outs := map[*conn][]item{}
+	open := map[*conn]map[string]int{} // a conn's runs: decision → item index
+	add := func(c *conn, i int) {
+		h := &held[i]
+		if ch, ok := h.msg.msg.(*wire.Changes); ok {
+			if k, ok := open[c][ch.ID]; ok {
+				outs[c][k].parts = append(outs[c][k].parts, i)
+				return
+			}
+			if open[c] == nil {
+				open[c] = map[string]int{}
+			}
+			open[c][ch.ID] = len(outs[c])
+			outs[c] = append(outs[c], item{parts: []int{i}})
+			return
+		}
+		ids, all := decisionsIn(h.msg.msg)
+		if all {
+			clear(open[c])
+		}
+		for _, id := range ids {
+			delete(open[c], id)
+		}
+		outs[c] = append(outs[c], item{h: i})
+	}
+	for i, h := range held {
+		if h.to != nil {
+			add(h.to, i)
 			continue
 		}
-		if ch != nil && d.joining[c].pending(ch.ID) {
-			// The join frame of this decision, built later from the
-			// accepted state, carries these changes; sent now they would
-			// reach a replica that has not loaded the decision.
-			continue
+		ch, _ := h.msg.msg.(*wire.Changes)
+		for c, joined := range d.conns {
+			if c == h.except || joined > h.joins {
+				continue
+			}
+			if ch != nil && d.joining[c].pending(ch.ID) {
+				// The join frame of this decision, built later from the
+				// accepted state, carries these changes; sent now they would
+				// reach a replica that has not loaded the decision.
+				continue
+			}
+			add(c, i)
 		}
-		d.sendTo(c, h.msg)
 	}
+	merged := map[string]*encoded{}
+	for c, items := range outs {
+		for _, it := range items {
+			switch len(it.parts) {
+			case 0:
+				d.sendTo(c, held[it.h].msg)
+			case 1:
+				d.sendTo(c, held[it.parts[0]].msg)
+			default:
+				key := fmt.Sprint(it.parts)
+				e := merged[key]
+				if e == nil {
+					e = &encoded{msg: coalesce(held, it.parts)}
+					merged[key] = e
+				}
+				d.sendTo(c, e)
+			}
+		}
+	}
+}
+
+// coalesce makes one question:changes frame of several of one decision.
+func coalesce(held []delivery, parts []int) *wire.Changes {
+	first := held[parts[0]].msg.msg.(*wire.Changes)
+	out := &wire.Changes{Header: first.Header, ID: first.ID}
+	for _, i := range parts {
+		ch := held[i].msg.msg.(*wire.Changes)
+		out.Changes = append(out.Changes, ch.Changes...)
+		out.Heads, out.By = ch.Heads, ch.By
+		if ch.By != "" && !slices.Contains(out.ByAll, ch.By) {
+			out.ByAll = append(out.ByAll, ch.By)
+		}
+	}
+	return out
+}
+
+// decisionsIn lists the decisions a frame is about; all reports a frame
+// about no decision in particular, which ends every run of changes.
+func decisionsIn(m wire.Message) (ids []string, all bool) {
+	switch m := m.(type) {
+	case *wire.Reply:
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+		for _, r := range m.Records {
+			ids = append(ids, r.ID)
+		}
+		for _, r := range m.Results {
+			ids = append(ids, r.ID)
+		}
+		return ids, len(ids) == 0
+	case *wire.Event:
+		return []string{m.ID}, false
+	case *wire.Doc:
+		return []string{m.ID}, false
+	case *wire.Sync:
+		return []string{m.ID}, false
+	}
+	return nil, true
 }
 
 func (j *joinCursor) pending(id string) bool {

@@ -342,7 +342,7 @@ func dropEmpty(v any) any {
 // goldenFrames are the frames whose JSON is pinned in testdata/golden.
 var goldenFrames = []string{
 	"hello", "criterion", "criterion-reply", "criterion-refused", "option-repeated",
-	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes",
+	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes", "changes-batched",
 }
 
 // The JSON encoding is pinned, so the field names stay those of the spec.
@@ -419,6 +419,7 @@ func TestSpecFieldNames(t *testing.T) {
 		{"hello", []string{"kind", "v", "have"}, nil},
 		{"welcome", []string{"kind", "v", "doc", "member", "write", "records"}, nil},
 		{"changes", []string{"kind", "id", "changes", "heads", "by"}, nil},
+		{"changes-batched", []string{"kind", "id", "changes", "heads", "by", "byAll"}, nil},
 		{"doc", []string{"kind", "id", "doc", "heads"}, nil},
 		{"resolved", []string{"kind", "id", "record", "answer"}, nil},
 		{"submit", []string{"kind", "rid", "items"}, nil},

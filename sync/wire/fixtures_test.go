@@ -236,6 +236,8 @@ func frames() []frame {
 		// Broadcasts.
 		{name: "doc", msg: &Doc{Header: hdr(KindDoc), ID: open.ID, Doc: blob(1000, 0x01), Heads: []string{h3}}},
 		{name: "changes", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(120, 0x99), Heads: []string{h1, h3}, By: "ada"}},
+		{name: "changes-batched", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(360, 0x5a), Heads: []string{h3},
+			By: "ben", ByAll: []string{"ada", "sam", "ben"}}},
 		{name: "created", msg: &Event{Header: hdr(KindCreated), ID: open.ID, Record: &open}},
 		{name: "meta", msg: &Event{Header: hdr(KindMeta), ID: settled.ID, Record: &settled}},
 		{name: "resolved", msg: &Event{Header: hdr(KindResolved), ID: settled.ID, Record: &settled, Answer: settled.Answer}},

@@ -219,13 +219,20 @@ type Doc struct {
 }
 
 // Changes carries changes the authority accepted, with the heads after
-// them; a replica holding every dependency applies them directly.
+// them; a replica holding every dependency applies them directly, in one
+// call. The server coalesces the accepted changes of one decision within
+// a commit group into one frame per connection: Changes is then the
+// concatenation of the accepted change chunks in commit order, Heads the
+// heads after the last, By the author of the last, and ByAll every
+// author, in the order of their first change, each once (absent when the
+// frame carries one accepted edit).
 type Changes struct {
 	Header
 	ID      string   `json:"id"`
 	Changes []byte   `json:"changes"`
 	Heads   []string `json:"heads"`
 	By      string   `json:"by,omitempty"`
+	ByAll   []string `json:"byAll,omitempty"`
 }
 
 // Event announces a committed change of a record: created, meta,
