@@ -212,7 +212,11 @@ func TestStatsAndCommittedHook(t *testing.T) {
 	// In: 2 hellos, a create, 2 edits. Out: 2 welcomes, the create's
 	// reply, 2×(created, doc) to each peer, an edit reply, a changes, a
 	// refusal.
-	if st.FramesIn != 5 || st.FramesOut != 2+1+8+1+1+1 {
+	// A frame is counted once its write returned, which may be just after
+	// the peer read it.
+	const out = 2 + 1 + 8 + 1 + 1 + 1
+	waitFor(t, "every frame to be counted", 5*time.Second, func() bool { return ts.srv.Stats().FramesOut >= out })
+	if st := ts.srv.Stats(); st.FramesIn != 5 || st.FramesOut != out {
 		t.Fatalf("frames in %d out %d", st.FramesIn, st.FramesOut)
 	}
 	ana.ws.Close()

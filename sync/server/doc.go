@@ -20,9 +20,15 @@
 //
 // A command is decided by the document goroutine, committed to the Store
 // (commands arriving together share one commit), and only then replied to
-// and broadcast, in commit order: nothing is announced before it is
-// durable, and a connection sees the reply to its request before any later
-// broadcast about that decision. Each connection has one reader and one
+// and broadcast, in commit order: nothing is acknowledged or announced
+// before it is durable, except the changes of accepted draft edits, which
+// reach the other members as soon as they are decided (every holder of a
+// draft change sends it again on reconnect, so a crash cannot lose it);
+// a connection sees the reply to its request before any later broadcast
+// about that decision. The accepted changes of one decision in one group
+// travel to each connection as one question:changes frame. Joins are
+// paced by the connection's drain, so a document of any size can be
+// joined. Each connection has one reader and one
 // writer goroutine, a read limit, ping/pong deadlines and a bounded outbox;
 // a connection whose outbox fills is dropped (it resyncs by reconnecting)
 // and never slows the others. Readers receive drafts and broadcasts; every

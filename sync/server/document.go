@@ -56,6 +56,8 @@ type document struct {
 	// joining holds the decisions each new conn has still to be sent.
 	joining map[*conn]*joinCursor
 	held    []delivery
+	// coalesced caches the group's coalesced frames, by their parts.
+	coalesced map[string]*encoded
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -86,6 +88,9 @@ type delivery struct {
 	// reply is set for replies, so a failed commit can turn them into
 	// refusals.
 	reply *wire.Reply
+	// early marks an accepted draft edit's changes, which may leave
+	// before the group's commit.
+	early bool
 }
 
 type pendingJoin struct {
@@ -201,15 +206,30 @@ func (d *document) drain(ctx context.Context, max int) {
 }
 
 // flush commits the group's Writes, then sends its frames in order.
+//
+// Accepted draft edits are the one exception to commit-before-announce:
+// their changes go to the other connections before the commit (see
+// sendEarly), because a change every holder re-sends on reconnect cannot
+// be lost by the server alone. Everything else, and the editor's own
+// reply, waits for the commit.
 func (d *document) flush(ctx context.Context) {
 	w := d.pipe.take()
 	durable := true
+	var plan groupPlan
 	if !w.Empty() {
+		plan = d.planGroup(d.held)
+		early := d.sendEarly(plan)
 		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
 			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
 			d.s.stats.commitFailures.Add(1)
 			durable = false
 			d.failGroup(ctx)
+			plan, d.coalesced = nil, nil
+			// They hold changes the store lacks: reconnecting, they
+			// offer them again with their heads.
+			for c := range early {
+				c.close()
+			}
 		} else {
 			d.s.stats.commits.Add(1)
 		}
@@ -222,9 +242,11 @@ func (d *document) flush(ctx context.Context) {
 	for _, f := range after {
 		f(durable)
 	}
-	held := d.held
+	if plan == nil {
+		plan = d.planGroup(d.held)
+	}
 	d.held = nil
-	d.deliverGroup(held)
+	d.sendPlan(plan)
 }
 
 // decisionsOf lists, sorted and once each, the decisions a Write touches.
@@ -266,34 +288,39 @@ func (d *document) failGroup(ctx context.Context) {
 	d.held = kept
 }
 
-// deliverGroup sends a committed group's frames. Each connection gets
+// groupPlan is what each connection is sent of a group, in order.
+type groupPlan map[*conn][]planItem
+
+// planItem is one frame of a plan: a delivery, or the changes deliveries
+// of one decision coalesced.
+type planItem struct {
+	h     *delivery   // when parts is empty
+	parts []*delivery // coalesced changes, in order
+	sent  bool
+}
+
+// planGroup orders a group's frames per connection. Each connection gets
 // them in the order they were decided, except that the accepted changes
 // of one decision are coalesced into one question:changes frame, at the
 // place of the first, as long as no other frame about that decision goes
 // to that connection in between: a replica applies them in one call, and
 // nothing about the decision (a reply, an event, its document) changes
 // its place relative to them. A frame about no decision in particular
-// ends every run. Frames and coalesced frames are encoded once per
-// format and shared by the connections that get the same ones.
-func (d *document) deliverGroup(held []delivery) {
-	type item struct {
-		h     int   // the delivery, when parts is empty
-		parts []int // the coalesced changes deliveries, in order
-	}
-	outs := map[*conn][]item{}
+// ends every run.
+func (d *document) planGroup(held []delivery) groupPlan {
+	plan := groupPlan{}
 	open := map[*conn]map[string]int{} // a conn's runs: decision → item index
-	add := func(c *conn, i int) {
-		h := &held[i]
+	add := func(c *conn, h *delivery) {
 		if ch, ok := h.msg.msg.(*wire.Changes); ok {
 			if k, ok := open[c][ch.ID]; ok {
-				outs[c][k].parts = append(outs[c][k].parts, i)
+				plan[c][k].parts = append(plan[c][k].parts, h)
 				return
 			}
 			if open[c] == nil {
 				open[c] = map[string]int{}
 			}
-			open[c][ch.ID] = len(outs[c])
-			outs[c] = append(outs[c], item{parts: []int{i}})
+			open[c][ch.ID] = len(plan[c])
+			plan[c] = append(plan[c], planItem{parts: []*delivery{h}})
 			return
 		}
 		ids, all := decisionsIn(h.msg.msg)
@@ -303,11 +330,12 @@ func (d *document) deliverGroup(held []delivery) {
 		for _, id := range ids {
 			delete(open[c], id)
 		}
-		outs[c] = append(outs[c], item{h: i})
+		plan[c] = append(plan[c], planItem{h: h})
 	}
-	for i, h := range held {
+	for i := range held {
+		h := &held[i]
 		if h.to != nil {
-			add(h.to, i)
+			add(h.to, h)
 			continue
 		}
 		ch, _ := h.msg.msg.(*wire.Changes)
@@ -321,36 +349,108 @@ func (d *document) deliverGroup(held []delivery) {
 				// reach a replica that has not loaded the decision.
 				continue
 			}
-			add(c, i)
+			add(c, h)
 		}
 	}
-	merged := map[string]*encoded{}
-	for c, items := range outs {
-		for _, it := range items {
-			switch len(it.parts) {
-			case 0:
-				d.sendTo(c, held[it.h].msg)
-			case 1:
-				d.sendTo(c, held[it.parts[0]].msg)
-			default:
-				key := fmt.Sprint(it.parts)
-				e := merged[key]
-				if e == nil {
-					e = &encoded{msg: coalesce(held, it.parts)}
-					merged[key] = e
+	return plan
+}
+
+// sendEarly sends, before the group's commit, each connection's runs of
+// accepted draft edits that no unsent frame about the same decision
+// precedes in its plan, and returns the connections it sent to. A reply,
+// an event or an authority's change of the decision ahead of them keeps
+// them for after the commit, so the order of a decision's frames never
+// changes; frames about other decisions do not hold them.
+func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
+	var early map[*conn]bool
+	for c, items := range plan {
+		blocked := map[string]bool{}
+		all := false
+		for k := range items {
+			it := &items[k]
+			if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
+				d.sendTo(c, d.encodedItem(it))
+				it.sent = true
+				if early == nil {
+					early = map[*conn]bool{}
 				}
-				d.sendTo(c, e)
+				early[c] = true
+				continue
+			}
+			var m wire.Message
+			if it.h != nil {
+				m = it.h.msg.msg
+			} else {
+				m = it.parts[0].msg.msg
+			}
+			ids, any := decisionsIn(m)
+			all = all || any
+			for _, id := range ids {
+				blocked[id] = true
 			}
 		}
 	}
+	return early
+}
+
+func allEarly(parts []*delivery) bool {
+	for _, h := range parts {
+		if !h.early {
+			return false
+		}
+	}
+	return true
+}
+
+// sendPlan sends what sendEarly did not. Frames and coalesced frames are
+// encoded once per format and shared by the connections that get the
+// same ones.
+func (d *document) sendPlan(plan groupPlan) {
+	for c, items := range plan {
+		for k := range items {
+			if it := &items[k]; !it.sent {
+				d.sendTo(c, d.encodedItem(it))
+			}
+		}
+	}
+	d.coalesced = nil
+}
+
+// encodedItem returns the frame of a plan item; a coalesced one is built
+// once for every connection whose item has the same parts.
+func (d *document) encodedItem(it *planItem) *encoded {
+	switch len(it.parts) {
+	case 0:
+		return it.h.msg
+	case 1:
+		return it.parts[0].msg
+	}
+	if d.coalesced == nil {
+		d.coalesced = map[string]*encoded{}
+	}
+	key := partsKey(it.parts)
+	e := d.coalesced[key]
+	if e == nil {
+		e = &encoded{msg: coalesce(it.parts)}
+		d.coalesced[key] = e
+	}
+	return e
+}
+
+func partsKey(parts []*delivery) string {
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%p,", p)
+	}
+	return b.String()
 }
 
 // coalesce makes one question:changes frame of several of one decision.
-func coalesce(held []delivery, parts []int) *wire.Changes {
-	first := held[parts[0]].msg.msg.(*wire.Changes)
+func coalesce(parts []*delivery) *wire.Changes {
+	first := parts[0].msg.msg.(*wire.Changes)
 	out := &wire.Changes{Header: first.Header, ID: first.ID}
-	for _, i := range parts {
-		ch := held[i].msg.msg.(*wire.Changes)
+	for _, h := range parts {
+		ch := h.msg.msg.(*wire.Changes)
 		out.Changes = append(out.Changes, ch.Changes...)
 		out.Heads, out.By = ch.Heads, ch.By
 		if ch.By != "" && !slices.Contains(out.ByAll, ch.By) {
@@ -378,6 +478,8 @@ func decisionsIn(m wire.Message) (ids []string, all bool) {
 	case *wire.Event:
 		return []string{m.ID}, false
 	case *wire.Doc:
+		return []string{m.ID}, false
+	case *wire.Changes:
 		return []string{m.ID}, false
 	case *wire.Sync:
 		return []string{m.ID}, false
@@ -413,6 +515,12 @@ func (d *document) replyTo(c *conn, r *wire.Reply) {
 
 func (d *document) broadcast(except *conn, m wire.Message) {
 	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins})
+}
+
+// broadcastEdit announces an accepted draft edit's changes to every
+// other connection; they may leave before the group's commit (flush).
+func (d *document) broadcastEdit(except *conn, m *wire.Changes) {
+	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
 }
 
 func (d *document) handle(ctx context.Context, o op) {
@@ -614,7 +722,7 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 	}
 	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
 	if len(res.Changes) > 0 {
-		d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
 	}
 }
 
@@ -797,7 +905,7 @@ func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
 			return
 		}
 		if len(res.Changes) > 0 {
-			d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+			d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
 		}
 		msg = &crdt.SyncMessage{Heads: msg.Heads, Need: msg.Need, Have: msg.Have}
 	}
