@@ -83,11 +83,13 @@ func (c *conn) send(f frame) {
 	if c.ordered >= c.s.opts.Outbox {
 		c.qmu.Unlock()
 		c.s.stats.slowDrops.Add(1)
+		c.s.metrics.slowDrop()
 		c.s.opts.Logger.Warn("dropping slow connection", "doc", c.doc.id, "member", c.login().Login)
 		c.close()
 		return
 	}
 	c.ordered++
+	c.s.metrics.outbox(len(c.queue))
 	c.queue = append(c.queue, queued{frame: f})
 	c.qmu.Unlock()
 	c.signal()
@@ -105,6 +107,7 @@ func (c *conn) sendPaced(f frame) {
 	}
 	c.paced++
 	c.pacedB += len(f.data)
+	c.s.metrics.outbox(len(c.queue))
 	c.queue = append(c.queue, queued{frame: f, paced: true})
 	c.qmu.Unlock()
 	c.signal()
@@ -163,11 +166,13 @@ func (c *conn) write(f frame) error {
 		if errors.As(err, &ne) && ne.Timeout() {
 			// A peer that stopped reading: as slow as a full outbox.
 			c.s.stats.slowDrops.Add(1)
+			c.s.metrics.slowDrop()
 			c.s.opts.Logger.Warn("dropping slow connection: a write timed out", "doc", c.docID, "member", c.login().Login)
 		}
 		return err
 	}
 	c.s.stats.framesOut.Add(1)
+	c.s.metrics.frameOut(f.kind)
 	return nil
 }
 

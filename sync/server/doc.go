@@ -33,4 +33,14 @@
 // a connection whose outbox fills is dropped (it resyncs by reconnecting)
 // and never slows the others. Readers receive drafts and broadcasts; every
 // write of theirs is refused with reason forbidden.
+//
+// # Operating it
+//
+// Stats reports connections, open documents, commits, frames, refusals
+// and slow-consumer drops; with Options.Registerer the same and more
+// (frames by kind, refusals by reason, commit group sizes and latency,
+// outbox depth, catch-up bytes) are Prometheus collectors named
+// accord_sync_*. Reauthorize and Revoke apply a member's changed rights to
+// their live connections; Committed names the decisions each commit
+// group wrote.
 package server

@@ -171,8 +171,8 @@ func (d *document) run() {
 		select {
 		case o := <-d.inbox:
 			d.handle(ctx, o)
-			d.drain(ctx, d.s.opts.MaxGroup-1)
-			d.flush(ctx)
+			n := 1 + d.drain(ctx, d.s.opts.MaxGroup-1)
+			d.flush(ctx, n)
 			d.pumpJoins()
 			if len(d.conns) == 0 {
 				idle.Reset(d.s.opts.IdleUnload)
@@ -185,24 +185,26 @@ func (d *document) run() {
 			}
 			idle.Reset(d.s.opts.IdleUnload)
 		case <-d.quit:
-			d.drain(ctx, -1)
-			d.flush(ctx)
+			n := d.drain(ctx, -1)
+			d.flush(ctx, n)
 			return
 		}
 	}
 }
 
 // drain handles up to max more ops already waiting (max < 0: all of them),
-// so that they join the current group.
-func (d *document) drain(ctx context.Context, max int) {
-	for n := 0; max < 0 || n < max; n++ {
+// so that they join the current group, and returns how many it handled.
+func (d *document) drain(ctx context.Context, max int) int {
+	n := 0
+	for ; max < 0 || n < max; n++ {
 		select {
 		case o := <-d.inbox:
 			d.handle(ctx, o)
 		default:
-			return
+			return n
 		}
 	}
+	return n
 }
 
 // flush commits the group's Writes, then sends its frames in order.
@@ -212,14 +214,17 @@ func (d *document) drain(ctx context.Context, max int) {
 // sendEarly), because a change every holder re-sends on reconnect cannot
 // be lost by the server alone. Everything else, and the editor's own
 // reply, waits for the commit.
-func (d *document) flush(ctx context.Context) {
+func (d *document) flush(ctx context.Context, ops int) {
 	w := d.pipe.take()
 	durable := true
 	var plan groupPlan
 	if !w.Empty() {
 		plan = d.planGroup(d.held)
 		early := d.sendEarly(plan)
-		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
+		start := time.Now()
+		err := d.s.opts.Store.Commit(ctx, d.id, w)
+		d.s.metrics.committed(ops, time.Since(start), err == nil)
+		if err != nil {
 			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
 			d.s.stats.commitFailures.Add(1)
 			durable = false
@@ -282,6 +287,7 @@ func (d *document) failGroup(ctx context.Context) {
 			if r.Reset {
 				r.Doc, _ = d.auth.Save(h.reply.ID)
 			}
+			d.s.refused(string(r.Reason))
 			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
 		}
 	}
@@ -508,7 +514,7 @@ func (d *document) hold(h delivery) { d.held = append(d.held, h) }
 
 func (d *document) replyTo(c *conn, r *wire.Reply) {
 	if !r.OK {
-		d.s.stats.refusals.Add(1)
+		d.s.refused(string(r.Reason))
 	}
 	d.hold(delivery{to: c, msg: &encoded{msg: r}, reply: r})
 }
@@ -636,7 +642,14 @@ func (d *document) pumpJoins() {
 			id := cur.ids[cur.next]
 			cur.next++
 			delete(cur.rest, id)
-			d.sendPaced(c, &encoded{msg: d.catchUp(id, cur.have[id])})
+			m := d.catchUp(id, cur.have[id])
+			if n := d.sendPaced(c, &encoded{msg: m}); n > 0 {
+				if _, ok := m.(*wire.Doc); ok {
+					d.s.metrics.catchUp("doc", n)
+				} else {
+					d.s.metrics.catchUp("changes", n)
+				}
+			}
 		}
 		if cur.next == len(cur.ids) {
 			delete(d.joining, c)
@@ -645,13 +658,15 @@ func (d *document) pumpJoins() {
 	}
 }
 
-func (d *document) sendPaced(c *conn, e *encoded) {
+// sendPaced queues a join frame and returns its size.
+func (d *document) sendPaced(c *conn, e *encoded) int {
 	f, err := e.frame(c.format)
 	if err != nil {
 		d.s.opts.Logger.Error("encode", "doc", d.id, "kind", e.msg.FrameKind(), "err", err)
-		return
+		return 0
 	}
 	c.sendPaced(f)
+	return len(f.data)
 }
 
 // catchUp returns the frame that brings a replica holding have up to the

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -65,6 +67,12 @@ type Options struct {
 	IdleUnload time.Duration
 	// MaxGroup is the most commands committed in one group (default 512).
 	MaxGroup int
+	// Registerer, if set, receives the Server's Prometheus collectors
+	// (accord_sync_*: connections, documents, frames in and out by kind,
+	// refusals by reason, commit group size and latency, commit failures,
+	// outbox depth, slow-consumer drops, catch-up bytes). New fails if
+	// they cannot be registered, for example twice on one registry.
+	Registerer prometheus.Registerer
 }
 
 func (o *Options) setDefaults() error {

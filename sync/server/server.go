@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,7 +31,8 @@ type Server struct {
 	runners  sync.WaitGroup
 	handlers sync.WaitGroup
 
-	stats counters
+	stats   counters
+	metrics *metrics
 }
 
 // counters are the Server's running totals (Stats).
@@ -44,6 +46,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}}
+	var err error
+	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+		return nil, fmt.Errorf("server: register metrics: %w", err)
+	}
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
@@ -156,7 +162,7 @@ func (s *Server) readPump(c *conn) {
 		s.stats.framesIn.Add(1)
 		msg, err := wire.Decode(data, format)
 		if err != nil {
-			s.stats.refusals.Add(1)
+			s.metrics.frameIn("invalid")
 			h := wire.PeekHeader(data, format)
 			answer := format // before the hello, the frame's own format
 			if joined {
@@ -170,6 +176,7 @@ func (s *Server) readPump(c *conn) {
 			}
 			continue
 		}
+		s.metrics.frameIn(string(msg.FrameKind()))
 		if !joined {
 			hello, ok := msg.(*wire.Hello)
 			if !ok {
@@ -194,6 +201,9 @@ func (s *Server) readPump(c *conn) {
 }
 
 func (c *conn) replyFrame(f wire.Format, m wire.Message) {
+	if r, ok := m.(*wire.Reply); ok && !r.OK {
+		c.s.refused(string(r.Reason))
+	}
 	e := &encoded{msg: m}
 	if fr, err := e.frame(f); err == nil {
 		c.send(fr)
@@ -201,11 +211,17 @@ func (c *conn) replyFrame(f wire.Format, m wire.Message) {
 }
 
 func (c *conn) replyError(f wire.Format, rid, reason, message string) {
-	c.s.stats.refusals.Add(1)
+	c.s.refused(reason)
 	e := &encoded{msg: &wire.Error{Header: wire.Header{Kind: wire.KindError, RID: rid}, Reason: reason, Message: message}}
 	if fr, err := e.frame(f); err == nil {
 		c.send(fr)
 	}
+}
+
+// refused counts a refusal, in Stats and in the metrics.
+func (s *Server) refused(reason string) {
+	s.stats.refusals.Add(1)
+	s.metrics.refused(reason)
 }
 
 // attach returns the document's goroutine, starting it if needed, and
