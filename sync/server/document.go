@@ -58,6 +58,8 @@ type document struct {
 	held    []delivery
 	// coalesced caches the group's coalesced frames, by their parts.
 	coalesced map[string]*encoded
+	// catch caches each decision's catch-up frames (catchUp).
+	catch map[string]*catchEntry
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -94,17 +96,19 @@ type delivery struct {
 }
 
 type pendingJoin struct {
-	c    *conn
-	have map[string][]string
+	c       *conn
+	have    map[string][]string
+	deflate bool
 }
 
 // joinCursor is a join in progress: the decisions of the welcome, in its
 // order, of which the first next were sent. rest holds those not sent yet.
 type joinCursor struct {
-	have map[string][]string
-	ids  []string
-	next int
-	rest map[string]struct{}
+	have    map[string][]string
+	deflate bool // the hello asked for compressed documents
+	ids     []string
+	next    int
+	rest    map[string]struct{}
 }
 
 // Join pacing: at most joinWindow join frames (or about joinWindowBytes)
@@ -601,7 +605,7 @@ func (d *document) join(c *conn, h *wire.Hello) {
 		return
 	}
 	c.helloSeen = true
-	d.hellos = append(d.hellos, pendingJoin{c: c, have: h.Have})
+	d.hellos = append(d.hellos, pendingJoin{c: c, have: h.Have, deflate: h.Deflate})
 }
 
 // pumpJoins sends the welcomes of the hellos of the group just committed,
@@ -623,7 +627,7 @@ func (d *document) pumpJoins() {
 		}
 		d.joins++
 		d.conns[j.c] = d.joins
-		cur := &joinCursor{have: j.have, ids: make([]string, len(recs)), rest: make(map[string]struct{}, len(recs))}
+		cur := &joinCursor{have: j.have, deflate: j.deflate, ids: make([]string, len(recs)), rest: make(map[string]struct{}, len(recs))}
 		for i, r := range recs {
 			cur.ids[i] = r.ID
 			cur.rest[r.ID] = struct{}{}
@@ -642,9 +646,12 @@ func (d *document) pumpJoins() {
 			id := cur.ids[cur.next]
 			cur.next++
 			delete(cur.rest, id)
-			m := d.catchUp(id, cur.have[id])
-			if n := d.sendPaced(c, &encoded{msg: m}); n > 0 {
-				if _, ok := m.(*wire.Doc); ok {
+			e := d.catchUp(id, cur.have[id])
+			if cur.deflate {
+				e = d.catch[id].deflated(e)
+			}
+			if n := d.sendPaced(c, e); n > 0 {
+				if _, ok := e.msg.(*wire.Doc); ok {
 					d.s.metrics.catchUp("doc", n)
 				} else {
 					d.s.metrics.catchUp("changes", n)
@@ -671,22 +678,80 @@ func (d *document) sendPaced(c *conn, e *encoded) int {
 
 // catchUp returns the frame that brings a replica holding have up to the
 // accepted document: the missing changes, or the whole document when that
-// is smaller or the replica's heads are unknown here.
-func (d *document) catchUp(id string, have []string) wire.Message {
-	_, cur, _ := d.auth.Draft(id)
-	if have != nil {
-		if h, err := parseHeads(have); err == nil {
-			if ch, err := d.auth.ChangesSince(id, h); err == nil {
-				saved, _ := d.auth.Save(id)
-				if len(ch) <= len(saved) {
-					return &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur)}
-				}
-			}
+// is smaller or the replica's heads are unknown here. Frames are cached
+// per decision at its current heads (which name its content exactly), so
+// reconnecting replicas holding the same heads, and every joiner that
+// holds none, share one frame, derived and encoded once.
+func (d *document) catchUp(id string, have []string) *encoded {
+	_, cur, err := d.auth.Draft(id)
+	if err != nil {
+		return &encoded{msg: &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id}}
+	}
+	at := cur.String()
+	e := d.catch[id]
+	if e == nil || e.heads != at {
+		saved, _ := d.auth.Save(id)
+		e = &catchEntry{heads: at, doc: &encoded{msg: &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)}},
+			size: len(saved)}
+		if d.catch == nil {
+			d.catch = map[string]*catchEntry{}
+		}
+		d.catch[id] = e
+	}
+	if have == nil {
+		return e.doc
+	}
+	key := strings.Join(have, ",")
+	if f, ok := e.byHave[key]; ok {
+		return f
+	}
+	f := e.doc
+	if h, err := parseHeads(have); err == nil {
+		if h.Equal(cur) {
+			f = &encoded{msg: &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Heads: heads(cur)}}
+		} else if ch, err := d.auth.ChangesSince(id, h); err == nil && len(ch) <= e.size {
+			f = &encoded{msg: &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur)}}
 		}
 	}
-	saved, _ := d.auth.Save(id)
-	return &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)}
+	if len(e.byHave) >= maxCatchUps {
+		clear(e.byHave) // a crowd of distinct heads: start over
+	}
+	if e.byHave == nil {
+		e.byHave = map[string]*encoded{}
+	}
+	e.byHave[key] = f
+	return f
 }
+
+// catchEntry caches a decision's catch-up frames at one set of heads.
+type catchEntry struct {
+	heads  string
+	doc    *encoded // the whole accepted document
+	size   int      // bytes of the saved document
+	byHave map[string]*encoded
+	docZ   *encoded // doc, compressed if that is smaller
+}
+
+// deflated returns the frame to send for f to a replica that asked for
+// compressed documents: f itself unless it is the whole document and
+// DEFLATE makes it smaller.
+func (e *catchEntry) deflated(f *encoded) *encoded {
+	if e == nil || f != e.doc {
+		return f
+	}
+	if e.docZ == nil {
+		m := e.doc.msg.(*wire.Doc)
+		e.docZ = e.doc
+		if z := wire.DeflateDoc(m.Doc); len(z) < len(m.Doc) {
+			e.docZ = &encoded{msg: &wire.Doc{Header: m.Header, ID: m.ID, Doc: z, Heads: m.Heads, Deflated: true}}
+		}
+	}
+	return e.docZ
+}
+
+// maxCatchUps bounds the frames cached per decision for distinct heads a
+// replica may hold.
+const maxCatchUps = 16
 
 // refusal builds a failed reply; a reset carries the accepted document.
 func (d *document) refusal(h wire.Header, id string, err error) *wire.Reply {
@@ -725,7 +790,7 @@ func (d *document) create(ctx context.Context, c *conn, m *wire.Create) {
 		}
 		rec := o.Record
 		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: rec.ID, Record: &rec, By: c.member.Login})
-		d.broadcast(nil, d.catchUp(rec.ID, nil))
+		d.hold(delivery{msg: d.catchUp(rec.ID, nil), joins: d.joins})
 	}
 }
 
@@ -969,7 +1034,7 @@ func (d *document) runDo(ctx context.Context, o op) {
 		switch {
 		case !existed:
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: r.ID, Record: &r, By: r.CreatedBy})
-			d.broadcast(nil, d.catchUp(r.ID, nil))
+			d.hold(delivery{msg: d.catchUp(r.ID, nil), joins: d.joins})
 		case !sameRecord(old, r):
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: r.ID, Record: &r})
 			d.broadcastChanges(r.ID, heads[r.ID], "")

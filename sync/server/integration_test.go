@@ -46,7 +46,7 @@ type setup struct {
 // startWith starts a server on a bbolt file, like startServer, with the
 // default outbox unless su.tune says otherwise. It stops (gracefully,
 // checking the file) at the end of the test.
-func startWith(t *testing.T, su setup) *testServer {
+func startWith(t testing.TB, su setup) *testServer {
 	t.Helper()
 	if su.path == "" {
 		su.path = t.TempDir() + "/accord.db"

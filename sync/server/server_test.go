@@ -30,7 +30,7 @@ func authorize(r *http.Request, doc string) (question.Member, error) {
 }
 
 type testServer struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	srv   *server.Server
 	hs    *httptest.Server

@@ -421,6 +421,8 @@ func TestSpecFieldNames(t *testing.T) {
 		{"changes", []string{"kind", "id", "changes", "heads", "by"}, nil},
 		{"changes-batched", []string{"kind", "id", "changes", "heads", "by", "byAll"}, nil},
 		{"doc", []string{"kind", "id", "doc", "heads"}, nil},
+		{"doc-deflated", []string{"kind", "id", "doc", "heads", "deflated"}, nil},
+		{"hello-deflate", []string{"kind", "v", "deflate"}, nil},
 		{"resolved", []string{"kind", "id", "record", "answer"}, nil},
 		{"submit", []string{"kind", "rid", "items"}, nil},
 		{"submit-reply", []string{"kind", "rid", "ok", "results"}, true},

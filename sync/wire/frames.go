@@ -89,10 +89,14 @@ func (h Header) FrameKind() Kind { return h.Kind }
 // Hello opens a connection. Have lists the decisions the client already
 // holds with the heads it holds them at, so the server sends only what is
 // missing.
+//
+// Deflate asks for the join's question:doc frames compressed: the server
+// then sends each one whose DEFLATE form is smaller with Deflated set.
 type Hello struct {
 	Header
-	V    int                 `json:"v"`
-	Have map[string][]string `json:"have,omitempty"`
+	V       int                 `json:"v"`
+	Have    map[string][]string `json:"have,omitempty"`
+	Deflate bool                `json:"deflate,omitempty"`
 }
 
 // Welcome answers Hello: the member as the server knows them and every
@@ -210,12 +214,16 @@ type SubmitResult struct {
 	Record  *question.Record `json:"record,omitempty"`
 }
 
-// Doc carries a decision's whole accepted CRDT document.
+// Doc carries a decision's whole accepted CRDT document. Deflated says
+// that Doc holds the document compressed with raw DEFLATE (RFC 1951); only
+// a client whose hello asked for it receives such frames, and InflateDoc
+// restores the document.
 type Doc struct {
 	Header
-	ID    string   `json:"id"`
-	Doc   []byte   `json:"doc"`
-	Heads []string `json:"heads"`
+	ID       string   `json:"id"`
+	Doc      []byte   `json:"doc"`
+	Heads    []string `json:"heads"`
+	Deflated bool     `json:"deflated,omitempty"`
 }
 
 // Changes carries changes the authority accepted, with the heads after
