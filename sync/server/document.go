@@ -121,9 +121,13 @@ const (
 )
 
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), wake: make(chan struct{}, 1),
+	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), wake: make(chan struct{}, 1),
 		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
 }
+
+// inboxSize is how many ops wait for a document before their senders
+// block: twice the default group, and about 56 KiB per open document.
+const inboxSize = 1024
 
 // wakeJoins asks the document goroutine to queue more join frames. It
 // never blocks.
@@ -635,10 +639,14 @@ func (d *document) pumpJoins() {
 		d.joining[j.c] = cur
 		j.c.joining.Store(true)
 		m := j.c.login()
-		d.sendPaced(j.c, &encoded{msg: &wire.Welcome{
+		if d.sendPaced(j.c, &encoded{msg: &wire.Welcome{
 			Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
 			Member: m.Login, Write: m.Write, Records: recs,
-		}})
+		}}) == 0 {
+			// Its records exceed one frame's limits (logged by sendPaced).
+			j.c.replyError(j.c.format, "", string(question.Unavailable), "the document's records do not fit in one welcome frame")
+			j.c.close()
+		}
 	}
 	d.hellos = nil
 	for c, cur := range d.joining {
@@ -751,7 +759,7 @@ func (e *catchEntry) deflated(f *encoded) *encoded {
 
 // maxCatchUps bounds the frames cached per decision for distinct heads a
 // replica may hold.
-const maxCatchUps = 16
+const maxCatchUps = 8
 
 // refusal builds a failed reply; a reset carries the accepted document.
 func (d *document) refusal(h wire.Header, id string, err error) *wire.Reply {

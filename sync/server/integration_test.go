@@ -132,7 +132,7 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	return nil
 }
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
+func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

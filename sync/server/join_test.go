@@ -30,7 +30,7 @@ import (
 
 // bigDocument creates n small choice decisions in doc through Server.Do,
 // ten per Create, in one group, and returns their ids in creation order.
-func bigDocument(t *testing.T, srv *server.Server, doc string, n int) []string {
+func bigDocument(t testing.TB, srv *server.Server, doc string, n int) []string {
 	t.Helper()
 	planner := question.Member{Login: "planner", Write: true}
 	var ids []string
@@ -186,7 +186,7 @@ func freshJoin(t *testing.T, ts *testServer, doc string, ids []string) (*replica
 // watch, applying the changes broadcast to them, and fails on a
 // question:changes frame for a decision whose document it has not
 // received: the order the protocol promises.
-func rawJoin(t *testing.T, ts *testServer, doc string, ids []string, watch []string) (*rawJoiner, time.Duration) {
+func rawJoin(t testing.TB, ts *testServer, doc string, ids []string, watch []string) (*rawJoiner, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	ws, _, err := websocket.DefaultDialer.Dial(docURL(ts.url, doc, "nina"), nil)
