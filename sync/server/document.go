@@ -378,33 +378,47 @@ func (d *document) planGroup(held []delivery) groupPlan {
 func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	var early map[*conn]bool
 	for c, items := range plan {
-		blocked := map[string]bool{}
-		all := false
-		for k := range items {
-			it := &items[k]
-			if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
-				d.sendTo(c, d.encodedItem(it))
-				it.sent = true
-				if early == nil {
-					early = map[*conn]bool{}
-				}
-				early[c] = true
+		for k, ok := range earlyItems(items) {
+			if !ok {
 				continue
 			}
-			var m wire.Message
-			if it.h != nil {
-				m = it.h.msg.msg
-			} else {
-				m = it.parts[0].msg.msg
+			d.sendTo(c, d.encodedItem(&items[k]))
+			items[k].sent = true
+			if early == nil {
+				early = map[*conn]bool{}
 			}
-			ids, any := decisionsIn(m)
-			all = all || any
-			for _, id := range ids {
-				blocked[id] = true
-			}
+			early[c] = true
 		}
 	}
 	return early
+}
+
+// earlyItems reports which items of one connection's plan may leave
+// before the commit: runs of draft edits' changes of a decision that no
+// other item about that decision precedes.
+func earlyItems(items []planItem) []bool {
+	ok := make([]bool, len(items))
+	blocked := map[string]bool{}
+	all := false
+	for k, it := range items {
+		if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
+			ok[k] = true
+			continue
+		}
+		m := it.parts
+		var msg wire.Message
+		if it.h != nil {
+			msg = it.h.msg.msg
+		} else {
+			msg = m[0].msg.msg
+		}
+		ids, any := decisionsIn(msg)
+		all = all || any
+		for _, id := range ids {
+			blocked[id] = true
+		}
+	}
+	return ok
 }
 
 func allEarly(parts []*delivery) bool {
