@@ -86,7 +86,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 			}
 			return question.Member{}, server.ErrUnauthorized
 		},
-		Committed: func(doc string) {
+		Committed: func(doc string, _ []string) {
 			if a.driver != nil {
 				a.driver.Poke(doc)
 			}

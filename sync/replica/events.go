@@ -2,31 +2,33 @@ package replica
 
 import (
 	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// Kinds of events that are not frames. Every other Event.Kind is the
-// kind of the server frame it reports: wire.KindCreated, KindMeta,
-// KindResolved, KindReopened, KindDiscarded, KindOptionAdded,
-// KindCriterionAdded, KindChanges (a draft changed), KindDoc (a whole
-// document arrived) and KindError (the server reported a fault).
+// Kinds of events that are not frames, from the one typed set in
+// sync/wire. Every other Event.Kind is the kind of the server frame it
+// reports: wire.KindCreated, KindMeta, KindResolved, KindReopened,
+// KindDiscarded, KindOptionAdded, KindCriterionAdded, KindChanges (a
+// draft changed), KindDoc (a whole document arrived) and KindError (the
+// server reported a fault).
 const (
 	// KindConnected: the server welcomed the client; By is the member.
-	KindConnected = "connected"
+	KindConnected = wire.KindConnected
 	// KindReconnecting: the connection was lost or could not be made; the
 	// client is backing off and will redial. Err says why.
-	KindReconnecting = "reconnecting"
+	KindReconnecting = wire.KindReconnecting
 	// KindEditRefused: the server refused the decision's draft edit; Err is
 	// the *question.Refusal. If its Reset is set, the replica went back to
 	// the accepted draft and the local changes not yet accepted are gone;
 	// otherwise the changes are kept and sent again with the next edit.
-	KindEditRefused = "edit-refused"
+	KindEditRefused = wire.KindEditRefused
 )
 
 // Event reports what others did to the decisions, or a change of the
 // connection. Record is the client's copy after the event, where there
 // is one.
 type Event struct {
-	Kind      string
+	Kind      wire.Kind
 	ID        string
 	Record    *question.Record
 	Answer    *question.Answer
@@ -57,7 +59,7 @@ func (c *Client) emit(e Event) {
 
 // eventFor builds an event carrying a copy of the record held for id. The
 // caller holds c.mu.
-func (c *Client) eventFor(kind, id, by string) Event {
+func (c *Client) eventFor(kind wire.Kind, id, by string) Event {
 	e := Event{Kind: kind, ID: id, By: by}
 	if rec := c.records[id]; rec != nil {
 		r := cloneRecord(*rec)

@@ -36,7 +36,7 @@ type fakeServer struct {
 	down   map[string]bool // logins whose dials fail; "*" for everyone
 	dials  []dialAttempt
 	hellos map[string][]*wire.Hello // by login
-	frames []string                 // kinds of client frames received, in order
+	frames []wire.Kind              // kinds of client frames received, in order
 	// refuseEdits refuses every edit as invalid, with reset.
 	refuseEdits bool
 	// rebased holds the decisions whose history the test replaced (see
@@ -255,7 +255,7 @@ func (s *fakeServer) close() {
 	s.wg.Wait()
 }
 
-func (s *fakeServer) countFrames(kind string) int {
+func (s *fakeServer) countFrames(kind wire.Kind) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -267,7 +267,7 @@ func (s *fakeServer) countFrames(kind string) int {
 	return n
 }
 
-func (s *fakeServer) frameLog() []string {
+func (s *fakeServer) frameLog() []wire.Kind {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.frames)
@@ -600,7 +600,7 @@ func (s *fakeServer) handle(fc *fakeConn, m wire.Message) {
 			s.broadcast(nil, s.catchUp(rec.ID, nil))
 		}
 	default:
-		fc.send(&wire.Error{Header: wire.Header{Kind: wire.KindError}, Reason: "invalid", Message: "not in the fake: " + m.FrameKind()})
+		fc.send(&wire.Error{Header: wire.Header{Kind: wire.KindError}, Reason: "invalid", Message: "not in the fake: " + string(m.FrameKind())})
 	}
 }
 

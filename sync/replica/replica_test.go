@@ -123,10 +123,10 @@ func (e *events) find(match func(replica.Event) bool) (replica.Event, bool) {
 	return replica.Event{}, false
 }
 
-func (e *events) kinds() []string {
+func (e *events) kinds() []wire.Kind {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []string
+	var out []wire.Kind
 	for _, ev := range e.got {
 		out = append(out, ev.Kind)
 	}
@@ -144,7 +144,7 @@ func (e *events) wait(t *testing.T, what string, match func(replica.Event) bool)
 	return ev
 }
 
-func kind(k string) func(replica.Event) bool {
+func kind(k wire.Kind) func(replica.Event) bool {
 	return func(e replica.Event) bool { return e.Kind == k }
 }
 

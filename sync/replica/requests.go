@@ -45,7 +45,7 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 	}
 }
 
-func (c *Client) header(kind string) wire.Header {
+func (c *Client) header(kind wire.Kind) wire.Header {
 	return wire.Header{Kind: kind, RID: c.newRID()}
 }
 
@@ -96,7 +96,7 @@ func (c *Client) Expand(ctx context.Context, id string) (question.Record, error)
 	return c.target(ctx, wire.KindExpand, id)
 }
 
-func (c *Client) target(ctx context.Context, kind, id string) (question.Record, error) {
+func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (question.Record, error) {
 	h := c.header(kind)
 	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id})
 	if err != nil {
@@ -155,7 +155,7 @@ func (c *Client) AppendCriterion(ctx context.Context, id, q, key, label string) 
 	return *r.Criterion, def, r.Repeated, nil
 }
 
-func (c *Client) appendItem(ctx context.Context, kind, id, q, key, label string) (*wire.Reply, question.Definition, error) {
+func (c *Client) appendItem(ctx context.Context, kind wire.Kind, id, q, key, label string) (*wire.Reply, question.Definition, error) {
 	h := c.header(kind)
 	r, err := c.do(ctx, h.RID, &wire.Append{Header: h, ID: id, Question: q, Key: key, Label: label})
 	if err != nil {

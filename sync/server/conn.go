@@ -1,7 +1,11 @@
 package server
 
 import (
+	"errors"
+	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -14,37 +18,162 @@ import (
 // frames and hands them to the document's goroutine; its write pump owns
 // every write to the socket. The document goroutine never blocks on a
 // conn: a full outbox closes the conn as slow.
+//
+// The outbox is one FIFO holding two sorts of frames: ordinary ones
+// (replies, broadcasts), at most Options.Outbox of them, and paced ones
+// (the welcome and the join's catch-up frames), which the document
+// goroutine adds only as the write pump drains them (see
+// document.pumpJoins), so they never count against the slow-consumer
+// bound and a joiner that keeps reading always gets everything.
 type conn struct {
-	s      *Server
-	ws     *websocket.Conn
-	member question.Member
-	doc    *document
+	s     *Server
+	ws    *websocket.Conn
+	doc   *document // set under s.mu once attached
+	docID string
+	// req is the upgrade request as Options.Authorize saw it, for
+	// Reauthorize.
+	req *http.Request
 
 	mu     sync.Mutex
-	format wire.Format // set by the hello frame, before any reply
-	out    chan frame
-	done   chan struct{}
-	once   sync.Once
+	member question.Member // set at the upgrade; Reauthorize may lower it
+	format wire.Format     // set by the hello frame, before any reply
+
+	qmu     sync.Mutex
+	queue   []queued
+	ordered int // ordinary frames queued
+	paced   int // paced frames queued
+	pacedB  int // bytes of the paced frames queued
+	wake    chan struct{}
+
+	// joining is set while the document has join frames left to send.
+	joining atomic.Bool
+	// helloSeen is owned by the document goroutine.
+	helloSeen bool
+
+	done chan struct{}
+	once sync.Once
 }
 
 type frame struct {
 	typ  int
 	data []byte
+	kind string
 }
 
-// send queues an encoded frame; a full outbox drops the connection.
+type queued struct {
+	frame
+	paced bool
+}
+
+func (c *conn) login() question.Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.member
+}
+
+// send queues an ordinary frame; a full outbox drops the connection.
 func (c *conn) send(f frame) {
+	c.qmu.Lock()
 	select {
 	case <-c.done:
-	case c.out <- f:
+		c.qmu.Unlock()
+		return
 	default:
-		c.s.opts.Logger.Warn("dropping slow connection", "doc", c.doc.id, "member", c.member.Login)
-		c.close()
 	}
+	if c.ordered >= c.s.opts.Outbox {
+		c.qmu.Unlock()
+		c.s.stats.slowDrops.Add(1)
+		c.s.metrics.slowDrop()
+		c.s.opts.Logger.Warn("dropping slow connection", "doc", c.doc.id, "member", c.login().Login)
+		c.close()
+		return
+	}
+	c.ordered++
+	c.s.metrics.outbox(len(c.queue))
+	c.queue = append(c.queue, queued{frame: f})
+	c.qmu.Unlock()
+	c.signal()
+}
+
+// sendPaced queues a join frame; the document goroutine bounds how many
+// are queued (pacedRoom).
+func (c *conn) sendPaced(f frame) {
+	c.qmu.Lock()
+	select {
+	case <-c.done:
+		c.qmu.Unlock()
+		return
+	default:
+	}
+	c.paced++
+	c.pacedB += len(f.data)
+	c.s.metrics.outbox(len(c.queue))
+	c.queue = append(c.queue, queued{frame: f, paced: true})
+	c.qmu.Unlock()
+	c.signal()
+}
+
+// pacedRoom reports how many more join frames may be queued now.
+func (c *conn) pacedRoom() int {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.pacedB >= joinWindowBytes {
+		return 0
+	}
+	return joinWindow - c.paced
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop takes the oldest queued frame.
+func (c *conn) pop() (queued, bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if len(c.queue) == 0 {
+		return queued{}, false
+	}
+	q := c.queue[0]
+	c.queue[0] = queued{}
+	c.queue = c.queue[1:]
+	if len(c.queue) == 0 {
+		c.queue = nil // let the backing array go
+	}
+	if q.paced {
+		c.paced--
+		c.pacedB -= len(q.data)
+		if c.paced <= joinWindow/4 && c.joining.Load() {
+			c.doc.wakeJoins()
+		}
+	} else {
+		c.ordered--
+	}
+	return q, true
 }
 
 func (c *conn) close() {
 	c.once.Do(func() { close(c.done) })
+}
+
+func (c *conn) write(f frame) error {
+	c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
+	if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// A peer that stopped reading: as slow as a full outbox.
+			c.s.stats.slowDrops.Add(1)
+			c.s.metrics.slowDrop()
+			c.s.opts.Logger.Warn("dropping slow connection: a write timed out", "doc", c.docID, "member", c.login().Login)
+		}
+		return err
+	}
+	c.s.stats.framesOut.Add(1)
+	c.s.metrics.frameOut(f.kind)
+	return nil
 }
 
 func (c *conn) writePump() {
@@ -53,37 +182,46 @@ func (c *conn) writePump() {
 		ping.Stop()
 		c.ws.Close()
 	}()
+	pingNow := func() bool {
+		c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
+		return c.ws.WriteMessage(websocket.PingMessage, nil) == nil
+	}
 	for {
 		select {
-		case f := <-c.out:
-			c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
-			if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
-				c.close()
-				return
-			}
-		case <-ping.C:
-			c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
-			if err := c.ws.WriteMessage(websocket.PingMessage, nil); err != nil {
-				c.close()
-				return
-			}
 		case <-c.done:
 			// Flush what is queued, then say goodbye.
 			for {
-				select {
-				case f := <-c.out:
-					c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
-					if c.ws.WriteMessage(f.typ, f.data) != nil {
-						return
-					}
-					continue
-				default:
+				q, ok := c.pop()
+				if !ok || c.write(q.frame) != nil {
+					break
 				}
-				break
 			}
 			c.ws.SetWriteDeadline(time.Now().Add(time.Second))
 			c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 			return
+		case <-ping.C:
+			if !pingNow() {
+				c.close()
+				return
+			}
+			continue
+		default:
+		}
+		if q, ok := c.pop(); ok {
+			if err := c.write(q.frame); err != nil {
+				c.close()
+				return
+			}
+			continue
+		}
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if !pingNow() {
+				c.close()
+				return
+			}
+		case <-c.done:
 		}
 	}
 }
@@ -105,7 +243,16 @@ func (e *encoded) frame(f wire.Format) (frame, error) {
 		if f == wire.Text {
 			typ = websocket.TextMessage
 		}
-		e.frames[f] = &frame{typ: typ, data: b}
+		e.frames[f] = &frame{typ: typ, data: b, kind: string(e.msg.FrameKind())}
 	}
 	return *e.frames[f], nil
+}
+
+func (c *conn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -20,11 +20,27 @@
 //
 // A command is decided by the document goroutine, committed to the Store
 // (commands arriving together share one commit), and only then replied to
-// and broadcast, in commit order: nothing is announced before it is
-// durable, and a connection sees the reply to its request before any later
-// broadcast about that decision. Each connection has one reader and one
+// and broadcast, in commit order: nothing is acknowledged or announced
+// before it is durable, except the changes of accepted draft edits, which
+// reach the other members as soon as they are decided (every holder of a
+// draft change sends it again on reconnect, so a crash cannot lose it);
+// a connection sees the reply to its request before any later broadcast
+// about that decision. The accepted changes of one decision in one group
+// travel to each connection as one question:changes frame. Joins are
+// paced by the connection's drain, so a document of any size can be
+// joined. Each connection has one reader and one
 // writer goroutine, a read limit, ping/pong deadlines and a bounded outbox;
 // a connection whose outbox fills is dropped (it resyncs by reconnecting)
 // and never slows the others. Readers receive drafts and broadcasts; every
 // write of theirs is refused with reason forbidden.
+//
+// # Operating it
+//
+// Stats reports connections, open documents, commits, frames, refusals
+// and slow-consumer drops; with Options.Registerer the same and more
+// (frames by kind, refusals by reason, commit group sizes and latency,
+// outbox depth, catch-up bytes) are Prometheus collectors named
+// accord_sync_*. Reauthorize and Revoke apply a member's changed rights to
+// their live connections; Committed names the decisions each commit
+// group wrote.
 package server

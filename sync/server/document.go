@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,9 @@ type document struct {
 	inbox chan op
 	quit  chan struct{}
 	qonce sync.Once
+	// wake asks the goroutine to queue more join frames: a joining conn's
+	// write pump drained what was queued (conn.pop).
+	wake chan struct{}
 
 	refs    int  // attached connections; guarded by s.mu
 	stopped bool // removed from s.docs; guarded by s.mu
@@ -45,7 +50,16 @@ type document struct {
 	// so none arrives before its welcome or repeats its catch-up.
 	conns map[*conn]uint64
 	joins uint64
-	held  []delivery
+	// hellos wait for the end of the current group: a welcome describes
+	// only committed state, so it is built after the group's commit.
+	hellos []pendingJoin
+	// joining holds the decisions each new conn has still to be sent.
+	joining map[*conn]*joinCursor
+	held    []delivery
+	// coalesced caches the group's coalesced frames, by their parts.
+	coalesced map[string]*encoded
+	// catch caches each decision's catch-up frames (catchUp).
+	catch map[string]*catchEntry
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -63,6 +77,8 @@ type op struct {
 	// its result once its effects are durable.
 	do   func(a *question.Authority) error
 	done chan error
+	// rights changes the conn's member (Server.Reauthorize).
+	rights *rightsChange
 }
 
 // delivery is a frame waiting for its group's commit.
@@ -72,14 +88,54 @@ type delivery struct {
 	joins  uint64 // for a broadcast: the joins decided before it
 	msg    *encoded
 	// reply is set for replies, so a failed commit can turn them into
-	// refusals; join is set for a hello's frames.
+	// refusals.
 	reply *wire.Reply
-	join  bool
+	// early marks an accepted draft edit's changes, which may leave
+	// before the group's commit.
+	early bool
 }
 
+type pendingJoin struct {
+	c       *conn
+	have    map[string][]string
+	deflate bool
+}
+
+// joinCursor is a join in progress: the decisions of the welcome, in its
+// order, of which the first next were sent. rest holds those not sent yet.
+type joinCursor struct {
+	have    map[string][]string
+	deflate bool // the hello asked for compressed documents
+	ids     []string
+	next    int
+	rest    map[string]struct{}
+}
+
+// Join pacing: at most joinWindow join frames (or about joinWindowBytes)
+// wait in a conn's outbox; the write pump asks for more when a quarter
+// is left. The window keeps the socket busy while bounding what one
+// joiner holds in memory, whatever the size of the document.
+const (
+	joinWindow      = 32
+	joinWindowBytes = 1 << 20
+)
+
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, 4096), quit: make(chan struct{}), conns: map[*conn]uint64{},
-		sessions: map[*conn]map[string]*crdt.Session{}}
+	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), wake: make(chan struct{}, 1),
+		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
+}
+
+// inboxSize is how many ops wait for a document before their senders
+// block: twice the default group, and about 56 KiB per open document.
+const inboxSize = 1024
+
+// wakeJoins asks the document goroutine to queue more join frames. It
+// never blocks.
+func (d *document) wakeJoins() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
 }
 
 // submit hands an op to the document goroutine; false if the conn or the
@@ -123,61 +179,106 @@ func (d *document) run() {
 		select {
 		case o := <-d.inbox:
 			d.handle(ctx, o)
-			d.drain(ctx, d.s.opts.MaxGroup-1)
-			d.flush(ctx)
+			n := 1 + d.drain(ctx, d.s.opts.MaxGroup-1)
+			d.flush(ctx, n)
+			d.pumpJoins()
 			if len(d.conns) == 0 {
 				idle.Reset(d.s.opts.IdleUnload)
 			}
+		case <-d.wake:
+			d.pumpJoins()
 		case <-idle.C:
 			if len(d.conns) == 0 && d.s.tryUnload(d) {
 				return
 			}
 			idle.Reset(d.s.opts.IdleUnload)
 		case <-d.quit:
-			d.drain(ctx, -1)
-			d.flush(ctx)
+			n := d.drain(ctx, -1)
+			d.flush(ctx, n)
 			return
 		}
 	}
 }
 
 // drain handles up to max more ops already waiting (max < 0: all of them),
-// so that they join the current group.
-func (d *document) drain(ctx context.Context, max int) {
-	for n := 0; max < 0 || n < max; n++ {
+// so that they join the current group, and returns how many it handled.
+func (d *document) drain(ctx context.Context, max int) int {
+	n := 0
+	for ; max < 0 || n < max; n++ {
 		select {
 		case o := <-d.inbox:
 			d.handle(ctx, o)
 		default:
-			return
+			return n
 		}
 	}
+	return n
 }
 
 // flush commits the group's Writes, then sends its frames in order.
-func (d *document) flush(ctx context.Context) {
+//
+// Accepted draft edits are the one exception to commit-before-announce:
+// their changes go to the other connections before the commit (see
+// sendEarly), because a change every holder re-sends on reconnect cannot
+// be lost by the server alone. Everything else, and the editor's own
+// reply, waits for the commit.
+func (d *document) flush(ctx context.Context, ops int) {
 	w := d.pipe.take()
 	durable := true
+	var plan groupPlan
 	if !w.Empty() {
-		if err := d.s.opts.Store.Commit(ctx, d.id, w); err != nil {
+		plan = d.planGroup(d.held)
+		early := d.sendEarly(plan)
+		start := time.Now()
+		err := d.s.opts.Store.Commit(ctx, d.id, w)
+		d.s.metrics.committed(ops, time.Since(start), err == nil)
+		if err != nil {
 			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
+			d.s.stats.commitFailures.Add(1)
 			durable = false
 			d.failGroup(ctx)
+			plan, d.coalesced = nil, nil
+			// They hold changes the store lacks: reconnecting, they
+			// offer them again with their heads.
+			for c := range early {
+				c.close()
+			}
+		} else {
+			d.s.stats.commits.Add(1)
 		}
 	}
 	if durable && !w.Empty() && d.s.opts.Committed != nil {
-		d.s.opts.Committed(d.id)
+		d.s.opts.Committed(d.id, decisionsOf(w))
 	}
 	after := d.afterFlush
 	d.afterFlush = nil
 	for _, f := range after {
 		f(durable)
 	}
-	held := d.held
-	d.held = nil
-	for _, h := range held {
-		d.deliver(h)
+	if plan == nil {
+		plan = d.planGroup(d.held)
 	}
+	d.held = nil
+	d.sendPlan(plan)
+}
+
+// decisionsOf lists, sorted and once each, the decisions a Write touches.
+func decisionsOf(w *persist.Write) []string {
+	var ids []string
+	for _, p := range w.Records {
+		ids = append(ids, p.Key)
+	}
+	for _, p := range w.Drafts {
+		ids = append(ids, p.Decision)
+	}
+	for _, p := range w.Projections {
+		ids = append(ids, p.Key)
+	}
+	for _, p := range w.Answers {
+		ids = append(ids, p.Key)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // failGroup turns the held group into refusals after a failed commit.
@@ -188,31 +289,238 @@ func (d *document) failGroup(ctx context.Context) {
 	d.sessions = map[*conn]map[string]*crdt.Session{}
 	var kept []delivery
 	for _, h := range d.held {
-		switch {
-		case h.reply != nil:
+		if h.reply != nil {
 			r := &wire.Reply{Header: h.reply.Header, ID: h.reply.ID, OK: false, Reason: question.Unavailable,
 				Message: "the change could not be saved; nothing was applied", Reset: h.reply.ID != ""}
 			if r.Reset {
 				r.Doc, _ = d.auth.Save(h.reply.ID)
 			}
+			d.s.refused(string(r.Reason))
 			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
-		case h.join:
-			h.to.close() // it saw state that is gone; it reconnects
 		}
 	}
 	d.held = kept
 }
 
-func (d *document) deliver(h delivery) {
-	if h.to != nil {
-		d.sendTo(h.to, h.msg)
-		return
+// groupPlan is what each connection is sent of a group, in order.
+type groupPlan map[*conn][]planItem
+
+// planItem is one frame of a plan: a delivery, or the changes deliveries
+// of one decision coalesced.
+type planItem struct {
+	h     *delivery   // when parts is empty
+	parts []*delivery // coalesced changes, in order
+	sent  bool
+}
+
+// planGroup orders a group's frames per connection. Each connection gets
+// them in the order they were decided, except that the accepted changes
+// of one decision are coalesced into one question:changes frame, at the
+// place of the first, as long as no other frame about that decision goes
+// to that connection in between: a replica applies them in one call, and
+// nothing about the decision (a reply, an event, its document) changes
+// its place relative to them. A frame about no decision in particular
+// ends every run.
+func (d *document) planGroup(held []delivery) groupPlan {
+	plan := groupPlan{}
+	open := map[*conn]map[string]int{} // a conn's runs: decision → item index
+	add := func(c *conn, h *delivery) {
+		if ch, ok := h.msg.msg.(*wire.Changes); ok {
+			if k, ok := open[c][ch.ID]; ok {
+				plan[c][k].parts = append(plan[c][k].parts, h)
+				return
+			}
+			if open[c] == nil {
+				open[c] = map[string]int{}
+			}
+			open[c][ch.ID] = len(plan[c])
+			plan[c] = append(plan[c], planItem{parts: []*delivery{h}})
+			return
+		}
+		ids, all := decisionsIn(h.msg.msg)
+		if all {
+			clear(open[c])
+		}
+		for _, id := range ids {
+			delete(open[c], id)
+		}
+		plan[c] = append(plan[c], planItem{h: h})
 	}
-	for c, joined := range d.conns {
-		if c != h.except && joined <= h.joins {
-			d.sendTo(c, h.msg)
+	for i := range held {
+		h := &held[i]
+		if h.to != nil {
+			add(h.to, h)
+			continue
+		}
+		ch, _ := h.msg.msg.(*wire.Changes)
+		for c, joined := range d.conns {
+			if c == h.except || joined > h.joins {
+				continue
+			}
+			if ch != nil && d.joining[c].pending(ch.ID) {
+				// The join frame of this decision, built later from the
+				// accepted state, carries these changes; sent now they would
+				// reach a replica that has not loaded the decision.
+				continue
+			}
+			add(c, h)
 		}
 	}
+	return plan
+}
+
+// sendEarly sends, before the group's commit, each connection's runs of
+// accepted draft edits that no unsent frame about the same decision
+// precedes in its plan, and returns the connections it sent to. A reply,
+// an event or an authority's change of the decision ahead of them keeps
+// them for after the commit, so the order of a decision's frames never
+// changes; frames about other decisions do not hold them.
+func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
+	var early map[*conn]bool
+	for c, items := range plan {
+		for k, ok := range earlyItems(items) {
+			if !ok {
+				continue
+			}
+			d.sendTo(c, d.encodedItem(&items[k]))
+			items[k].sent = true
+			if early == nil {
+				early = map[*conn]bool{}
+			}
+			early[c] = true
+		}
+	}
+	return early
+}
+
+// earlyItems reports which items of one connection's plan may leave
+// before the commit: runs of draft edits' changes of a decision that no
+// other item about that decision precedes.
+func earlyItems(items []planItem) []bool {
+	ok := make([]bool, len(items))
+	blocked := map[string]bool{}
+	all := false
+	for k, it := range items {
+		if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
+			ok[k] = true
+			continue
+		}
+		m := it.parts
+		var msg wire.Message
+		if it.h != nil {
+			msg = it.h.msg.msg
+		} else {
+			msg = m[0].msg.msg
+		}
+		ids, any := decisionsIn(msg)
+		all = all || any
+		for _, id := range ids {
+			blocked[id] = true
+		}
+	}
+	return ok
+}
+
+func allEarly(parts []*delivery) bool {
+	for _, h := range parts {
+		if !h.early {
+			return false
+		}
+	}
+	return true
+}
+
+// sendPlan sends what sendEarly did not. Frames and coalesced frames are
+// encoded once per format and shared by the connections that get the
+// same ones.
+func (d *document) sendPlan(plan groupPlan) {
+	for c, items := range plan {
+		for k := range items {
+			if it := &items[k]; !it.sent {
+				d.sendTo(c, d.encodedItem(it))
+			}
+		}
+	}
+	d.coalesced = nil
+}
+
+// encodedItem returns the frame of a plan item; a coalesced one is built
+// once for every connection whose item has the same parts.
+func (d *document) encodedItem(it *planItem) *encoded {
+	switch len(it.parts) {
+	case 0:
+		return it.h.msg
+	case 1:
+		return it.parts[0].msg
+	}
+	if d.coalesced == nil {
+		d.coalesced = map[string]*encoded{}
+	}
+	key := partsKey(it.parts)
+	e := d.coalesced[key]
+	if e == nil {
+		e = &encoded{msg: coalesce(it.parts)}
+		d.coalesced[key] = e
+	}
+	return e
+}
+
+func partsKey(parts []*delivery) string {
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%p,", p)
+	}
+	return b.String()
+}
+
+// coalesce makes one question:changes frame of several of one decision.
+func coalesce(parts []*delivery) *wire.Changes {
+	first := parts[0].msg.msg.(*wire.Changes)
+	out := &wire.Changes{Header: first.Header, ID: first.ID}
+	for _, h := range parts {
+		ch := h.msg.msg.(*wire.Changes)
+		out.Changes = append(out.Changes, ch.Changes...)
+		out.Heads, out.By = ch.Heads, ch.By
+		if ch.By != "" && !slices.Contains(out.ByAll, ch.By) {
+			out.ByAll = append(out.ByAll, ch.By)
+		}
+	}
+	return out
+}
+
+// decisionsIn lists the decisions a frame is about; all reports a frame
+// about no decision in particular, which ends every run of changes.
+func decisionsIn(m wire.Message) (ids []string, all bool) {
+	switch m := m.(type) {
+	case *wire.Reply:
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+		for _, r := range m.Records {
+			ids = append(ids, r.ID)
+		}
+		for _, r := range m.Results {
+			ids = append(ids, r.ID)
+		}
+		return ids, len(ids) == 0
+	case *wire.Event:
+		return []string{m.ID}, false
+	case *wire.Doc:
+		return []string{m.ID}, false
+	case *wire.Changes:
+		return []string{m.ID}, false
+	case *wire.Sync:
+		return []string{m.ID}, false
+	}
+	return nil, true
+}
+
+func (j *joinCursor) pending(id string) bool {
+	if j == nil {
+		return false
+	}
+	_, ok := j.rest[id]
+	return ok
 }
 
 func (d *document) sendTo(c *conn, e *encoded) {
@@ -227,6 +535,9 @@ func (d *document) sendTo(c *conn, e *encoded) {
 func (d *document) hold(h delivery) { d.held = append(d.held, h) }
 
 func (d *document) replyTo(c *conn, r *wire.Reply) {
+	if !r.OK {
+		d.s.refused(string(r.Reason))
+	}
 	d.hold(delivery{to: c, msg: &encoded{msg: r}, reply: r})
 }
 
@@ -234,15 +545,29 @@ func (d *document) broadcast(except *conn, m wire.Message) {
 	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins})
 }
 
+// broadcastEdit announces an accepted draft edit's changes to every
+// other connection; they may leave before the group's commit (flush).
+func (d *document) broadcastEdit(except *conn, m *wire.Changes) {
+	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
+}
+
 func (d *document) handle(ctx context.Context, o op) {
 	if o.leave {
 		delete(d.conns, o.c)
+		delete(d.joining, o.c)
 		delete(d.sessions, o.c)
 		return
 	}
 	if o.do != nil {
 		d.runDo(ctx, o)
 		return
+	}
+	if o.rights != nil {
+		o.rights.done <- d.changeRights(o.c, o.rights)
+		return
+	}
+	if o.c.closed() {
+		return // nobody hears its reply, and nothing was acknowledged
 	}
 	if d.loadErr != nil {
 		o.c.replyError(o.c.format, "", "unavailable", "the document cannot be loaded")
@@ -276,7 +601,7 @@ func (d *document) handle(ctx context.Context, o op) {
 	case *wire.Take:
 		d.take(ctx, o.c, m)
 	default:
-		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+o.msg.FrameKind())
+		o.c.replyError(o.c.format, headerOf(o.msg).RID, "invalid", "a client cannot send "+string(o.msg.FrameKind()))
 	}
 }
 
@@ -300,43 +625,164 @@ func heads(h crdt.Heads) []string {
 
 func parseHeads(hs []string) (crdt.Heads, error) { return crdt.ParseHeads(strings.Join(hs, ",")) }
 
-// join answers a hello: welcome, then every decision's document or the
-// changes the member lacks.
+// join takes a hello; pumpJoins answers it once the group is committed.
 func (d *document) join(c *conn, h *wire.Hello) {
-	if _, ok := d.conns[c]; ok {
+	if c.helloSeen {
 		c.replyError(c.format, "", "invalid", "hello was already sent")
 		return
 	}
-	d.joins++
-	d.conns[c] = d.joins
-	recs := d.auth.Records()
-	d.hold(delivery{to: c, join: true, msg: &encoded{msg: &wire.Welcome{
-		Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
-		Member: c.member.Login, Write: c.member.Write, Records: recs,
-	}}})
-	for _, r := range recs {
-		d.hold(delivery{to: c, join: true, msg: &encoded{msg: d.catchUp(r.ID, h.Have[r.ID])}})
+	c.helloSeen = true
+	d.hellos = append(d.hellos, pendingJoin{c: c, have: h.Have, deflate: h.Deflate})
+}
+
+// pumpJoins sends the welcomes of the hellos of the group just committed,
+// then, to every conn still joining, join frames (each decision's
+// document or the changes the member lacks, in the welcome's order) until
+// its join window is full. It runs only between groups, when the
+// authority holds exactly what is committed, so no join frame shows
+// state that is not durable; the frames are built as they are sent, so
+// each is as recent as it can be and the changes broadcast to the conn
+// meanwhile (skipped by deliver) are part of it.
+func (d *document) pumpJoins() {
+	var recs []question.Record
+	for _, j := range d.hellos {
+		if j.c.closed() {
+			continue
+		}
+		if recs == nil {
+			recs = d.auth.Records()
+		}
+		d.joins++
+		d.conns[j.c] = d.joins
+		cur := &joinCursor{have: j.have, deflate: j.deflate, ids: make([]string, len(recs)), rest: make(map[string]struct{}, len(recs))}
+		for i, r := range recs {
+			cur.ids[i] = r.ID
+			cur.rest[r.ID] = struct{}{}
+		}
+		d.joining[j.c] = cur
+		j.c.joining.Store(true)
+		m := j.c.login()
+		if d.sendPaced(j.c, &encoded{msg: &wire.Welcome{
+			Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
+			Member: m.Login, Write: m.Write, Records: recs,
+		}}) == 0 {
+			// Its records exceed one frame's limits (logged by sendPaced).
+			j.c.replyError(j.c.format, "", string(question.Unavailable), "the document's records do not fit in one welcome frame")
+			j.c.close()
+		}
 	}
+	d.hellos = nil
+	for c, cur := range d.joining {
+		for cur.next < len(cur.ids) && c.pacedRoom() > 0 {
+			id := cur.ids[cur.next]
+			cur.next++
+			delete(cur.rest, id)
+			e := d.catchUp(id, cur.have[id])
+			if cur.deflate {
+				e = d.catch[id].deflated(e)
+			}
+			if n := d.sendPaced(c, e); n > 0 {
+				if _, ok := e.msg.(*wire.Doc); ok {
+					d.s.metrics.catchUp("doc", n)
+				} else {
+					d.s.metrics.catchUp("changes", n)
+				}
+			}
+		}
+		if cur.next == len(cur.ids) {
+			delete(d.joining, c)
+			c.joining.Store(false)
+		}
+	}
+}
+
+// sendPaced queues a join frame and returns its size.
+func (d *document) sendPaced(c *conn, e *encoded) int {
+	f, err := e.frame(c.format)
+	if err != nil {
+		d.s.opts.Logger.Error("encode", "doc", d.id, "kind", e.msg.FrameKind(), "err", err)
+		return 0
+	}
+	c.sendPaced(f)
+	return len(f.data)
 }
 
 // catchUp returns the frame that brings a replica holding have up to the
 // accepted document: the missing changes, or the whole document when that
-// is smaller or the replica's heads are unknown here.
-func (d *document) catchUp(id string, have []string) wire.Message {
-	_, cur, _ := d.auth.Draft(id)
-	if have != nil {
-		if h, err := parseHeads(have); err == nil {
-			if ch, err := d.auth.ChangesSince(id, h); err == nil {
-				saved, _ := d.auth.Save(id)
-				if len(ch) <= len(saved) {
-					return &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur)}
-				}
-			}
+// is smaller or the replica's heads are unknown here. Frames are cached
+// per decision at its current heads (which name its content exactly), so
+// reconnecting replicas holding the same heads, and every joiner that
+// holds none, share one frame, derived and encoded once.
+func (d *document) catchUp(id string, have []string) *encoded {
+	_, cur, err := d.auth.Draft(id)
+	if err != nil {
+		return &encoded{msg: &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id}}
+	}
+	at := cur.String()
+	e := d.catch[id]
+	if e == nil || e.heads != at {
+		saved, _ := d.auth.Save(id)
+		e = &catchEntry{heads: at, doc: &encoded{msg: &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)}},
+			size: len(saved)}
+		if d.catch == nil {
+			d.catch = map[string]*catchEntry{}
+		}
+		d.catch[id] = e
+	}
+	if have == nil {
+		return e.doc
+	}
+	key := strings.Join(have, ",")
+	if f, ok := e.byHave[key]; ok {
+		return f
+	}
+	f := e.doc
+	if h, err := parseHeads(have); err == nil {
+		if h.Equal(cur) {
+			f = &encoded{msg: &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Heads: heads(cur)}}
+		} else if ch, err := d.auth.ChangesSince(id, h); err == nil && len(ch) <= e.size {
+			f = &encoded{msg: &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: heads(cur)}}
 		}
 	}
-	saved, _ := d.auth.Save(id)
-	return &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)}
+	if len(e.byHave) >= maxCatchUps {
+		clear(e.byHave) // a crowd of distinct heads: start over
+	}
+	if e.byHave == nil {
+		e.byHave = map[string]*encoded{}
+	}
+	e.byHave[key] = f
+	return f
 }
+
+// catchEntry caches a decision's catch-up frames at one set of heads.
+type catchEntry struct {
+	heads  string
+	doc    *encoded // the whole accepted document
+	size   int      // bytes of the saved document
+	byHave map[string]*encoded
+	docZ   *encoded // doc, compressed if that is smaller
+}
+
+// deflated returns the frame to send for f to a replica that asked for
+// compressed documents: f itself unless it is the whole document and
+// DEFLATE makes it smaller.
+func (e *catchEntry) deflated(f *encoded) *encoded {
+	if e == nil || f != e.doc {
+		return f
+	}
+	if e.docZ == nil {
+		m := e.doc.msg.(*wire.Doc)
+		e.docZ = e.doc
+		if z := wire.DeflateDoc(m.Doc); len(z) < len(m.Doc) {
+			e.docZ = &encoded{msg: &wire.Doc{Header: m.Header, ID: m.ID, Doc: z, Heads: m.Heads, Deflated: true}}
+		}
+	}
+	return e.docZ
+}
+
+// maxCatchUps bounds the frames cached per decision for distinct heads a
+// replica may hold.
+const maxCatchUps = 8
 
 // refusal builds a failed reply; a reset carries the accepted document.
 func (d *document) refusal(h wire.Header, id string, err error) *wire.Reply {
@@ -375,7 +821,7 @@ func (d *document) create(ctx context.Context, c *conn, m *wire.Create) {
 		}
 		rec := o.Record
 		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: rec.ID, Record: &rec, By: c.member.Login})
-		d.broadcast(nil, d.catchUp(rec.ID, nil))
+		d.hold(delivery{msg: d.catchUp(rec.ID, nil), joins: d.joins})
 	}
 }
 
@@ -387,7 +833,7 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 	}
 	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
 	if len(res.Changes) > 0 {
-		d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
 	}
 }
 
@@ -435,7 +881,7 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	}
 	var rec question.Record
 	var err error
-	var event string
+	var event wire.Kind
 	switch m.Kind {
 	case wire.KindReopen:
 		rec, err = d.auth.Reopen(ctx, c.member, m.ID)
@@ -570,7 +1016,7 @@ func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
 			return
 		}
 		if len(res.Changes) > 0 {
-			d.broadcast(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+			d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
 		}
 		msg = &crdt.SyncMessage{Heads: msg.Heads, Need: msg.Need, Have: msg.Have}
 	}
@@ -619,7 +1065,7 @@ func (d *document) runDo(ctx context.Context, o op) {
 		switch {
 		case !existed:
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: r.ID, Record: &r, By: r.CreatedBy})
-			d.broadcast(nil, d.catchUp(r.ID, nil))
+			d.hold(delivery{msg: d.catchUp(r.ID, nil), joins: d.joins})
 		case !sameRecord(old, r):
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: r.ID, Record: &r})
 			d.broadcastChanges(r.ID, heads[r.ID], "")

@@ -46,7 +46,7 @@ type setup struct {
 // startWith starts a server on a bbolt file, like startServer, with the
 // default outbox unless su.tune says otherwise. It stops (gracefully,
 // checking the file) at the end of the test.
-func startWith(t *testing.T, su setup) *testServer {
+func startWith(t testing.TB, su setup) *testServer {
 	t.Helper()
 	if su.path == "" {
 		su.path = t.TempDir() + "/accord.db"
@@ -132,7 +132,7 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	return nil
 }
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
+func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

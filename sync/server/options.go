@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -23,6 +25,8 @@ type Options struct {
 	Store persist.Store
 	// Authorize tells who a connection's member is for a document, and
 	// whether they write or only read. An error refuses the connection.
+	// Server.Reauthorize calls it again, with a copy of the upgrade
+	// request (same URL, headers and cookies; no body).
 	Authorize func(r *http.Request, doc string) (question.Member, error)
 	// CheckOrigin accepts or refuses a browser's Origin. nil accepts only
 	// requests whose Origin host equals the request's Host (or no Origin).
@@ -54,9 +58,11 @@ type Options struct {
 	// findings (research.Watcher.Poke).
 	Opened func(doc, login string)
 	// Committed, if set, is called (on the document's goroutine; it must
-	// not block) after each group of commands was committed, so a host can
-	// wake work that follows saves, such as answer delivery.
-	Committed func(doc string)
+	// not block) after each group of commands was committed, with the ids
+	// of the decisions whose record, draft, projection or answer row the
+	// group wrote (sorted, each once), so a host can wake work that
+	// follows saves, such as answer delivery.
+	Committed func(doc string, decisions []string)
 
 	// MaxConnections caps open connections (default 4096).
 	MaxConnections int
@@ -76,6 +82,12 @@ type Options struct {
 	IdleUnload time.Duration
 	// MaxGroup is the most commands committed in one group (default 512).
 	MaxGroup int
+	// Registerer, if set, receives the Server's Prometheus collectors
+	// (accord_sync_*: connections, documents, frames in and out by kind,
+	// refusals by reason, commit group size and latency, commit failures,
+	// outbox depth, slow-consumer drops, catch-up bytes). New fails if
+	// they cannot be registered, for example twice on one registry.
+	Registerer prometheus.Registerer
 }
 
 func (o *Options) setDefaults() error {

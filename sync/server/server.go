@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -28,6 +30,14 @@ type Server struct {
 	closing  bool
 	runners  sync.WaitGroup
 	handlers sync.WaitGroup
+
+	stats   counters
+	metrics *metrics
+}
+
+// counters are the Server's running totals (Stats).
+type counters struct {
+	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 }
 
 // New returns a Server.
@@ -36,6 +46,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}}
+	var err error
+	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+		return nil, fmt.Errorf("server: register metrics: %w", err)
+	}
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
@@ -92,7 +106,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many open documents", http.StatusServiceUnavailable)
 		return
 	}
-	c := &conn{s: s, member: member, out: make(chan frame, s.opts.Outbox), done: make(chan struct{})}
+	req := r.Clone(context.Background())
+	req.Body = http.NoBody
+	c := &conn{s: s, member: member, req: req, docID: docID, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -114,7 +130,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	})
 	d = s.attach(docID)
+	s.mu.Lock()
 	c.doc = d
+	s.mu.Unlock()
 	go c.writePump()
 	defer func() {
 		c.close()
@@ -141,8 +159,10 @@ func (s *Server) readPump(c *conn) {
 		if typ == websocket.TextMessage {
 			format = wire.Text
 		}
+		s.stats.framesIn.Add(1)
 		msg, err := wire.Decode(data, format)
 		if err != nil {
+			s.metrics.frameIn("invalid")
 			h := wire.PeekHeader(data, format)
 			answer := format // before the hello, the frame's own format
 			if joined {
@@ -156,6 +176,7 @@ func (s *Server) readPump(c *conn) {
 			}
 			continue
 		}
+		s.metrics.frameIn(string(msg.FrameKind()))
 		if !joined {
 			hello, ok := msg.(*wire.Hello)
 			if !ok {
@@ -180,6 +201,9 @@ func (s *Server) readPump(c *conn) {
 }
 
 func (c *conn) replyFrame(f wire.Format, m wire.Message) {
+	if r, ok := m.(*wire.Reply); ok && !r.OK {
+		c.s.refused(string(r.Reason))
+	}
 	e := &encoded{msg: m}
 	if fr, err := e.frame(f); err == nil {
 		c.send(fr)
@@ -187,10 +211,17 @@ func (c *conn) replyFrame(f wire.Format, m wire.Message) {
 }
 
 func (c *conn) replyError(f wire.Format, rid, reason, message string) {
+	c.s.refused(reason)
 	e := &encoded{msg: &wire.Error{Header: wire.Header{Kind: wire.KindError, RID: rid}, Reason: reason, Message: message}}
 	if fr, err := e.frame(f); err == nil {
 		c.send(fr)
 	}
+}
+
+// refused counts a refusal, in Stats and in the metrics.
+func (s *Server) refused(reason string) {
+	s.stats.refusals.Add(1)
+	s.metrics.refused(reason)
 }
 
 // attach returns the document's goroutine, starting it if needed, and

@@ -30,7 +30,7 @@ func authorize(r *http.Request, doc string) (question.Member, error) {
 }
 
 type testServer struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	srv   *server.Server
 	hs    *httptest.Server
@@ -155,7 +155,7 @@ func (p *peer) next() wire.Message {
 	return nil
 }
 
-func (p *peer) expect(kind string) wire.Message {
+func (p *peer) expect(kind wire.Kind) wire.Message {
 	p.t.Helper()
 	for {
 		m := p.next()

@@ -77,7 +77,7 @@ func decode(b []byte, f Format) (Message, error) {
 	}
 	m := newMessage(h.Kind)
 	if m == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownKind, truncate(h.Kind))
+		return nil, fmt.Errorf("%w %q", ErrUnknownKind, truncate(string(h.Kind)))
 	}
 	if err := unmarshal(b, f, m); err != nil {
 		return nil, err
@@ -296,7 +296,7 @@ func msgpackLenWidth(c byte) int {
 // newMessage returns an empty frame of a kind. Reply frames share their
 // request's kind, so a decoder must know which side it is on: requests
 // decode as requests on the server; the client decodes with DecodeReply.
-func newMessage(kind string) Message {
+func newMessage(kind Kind) Message {
 	switch kind {
 	case KindHello:
 		return &Hello{}
@@ -352,7 +352,7 @@ func PeekHeader(b []byte, f Format) (h Header) {
 }
 
 // IsRequest reports whether kind is a request that gets a Reply.
-func IsRequest(kind string) bool {
+func IsRequest(kind Kind) bool {
 	switch kind {
 	case KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
 		KindPage, KindExplore, KindExploreStop, KindTake:

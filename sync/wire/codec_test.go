@@ -53,14 +53,11 @@ func decodeAsReceiver(t testing.TB, fr frame, b []byte, f Format) Message {
 }
 
 func TestFramesCoverEveryKind(t *testing.T) {
-	kinds := []string{
-		KindHello, KindWelcome, KindError,
-		KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
-		KindSync, KindDoc, KindChanges,
-		KindCreated, KindMeta, KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded,
-		KindExplore, KindExploreStop, KindTake, KindPage,
+	kinds := Kinds()
+	if len(kinds) != 26 {
+		t.Fatalf("Kinds() lists %d kinds", len(kinds))
 	}
-	requests, replies := map[string]bool{}, map[string]bool{}
+	requests, replies := map[Kind]bool{}, map[Kind]bool{}
 	for _, fr := range frames() {
 		if fr.reply {
 			replies[fr.msg.FrameKind()] = true
@@ -225,7 +222,7 @@ func TestBytesSurvive(t *testing.T) {
 	for _, tc := range msgs {
 		for _, ff := range formats {
 			b := mustEncode(t, tc.m, ff.f)
-			got := decodeAsReceiver(t, frame{name: tc.m.FrameKind(), msg: tc.m, reply: tc.reply}, b, ff.f)
+			got := decodeAsReceiver(t, frame{name: string(tc.m.FrameKind()), msg: tc.m, reply: tc.reply}, b, ff.f)
 			if !bytes.Equal(tc.get(got), changes) {
 				t.Errorf("%s/%s: bytes changed", tc.m.FrameKind(), ff.name)
 			}
@@ -345,7 +342,7 @@ func dropEmpty(v any) any {
 // goldenFrames are the frames whose JSON is pinned in testdata/golden.
 var goldenFrames = []string{
 	"hello", "criterion", "criterion-reply", "criterion-refused", "option-repeated",
-	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes",
+	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes", "changes-batched",
 	"explore-research", "explore-ask", "take", "explore-reply",
 }
 
@@ -423,7 +420,10 @@ func TestSpecFieldNames(t *testing.T) {
 		{"hello", []string{"kind", "v", "have"}, nil},
 		{"welcome", []string{"kind", "v", "doc", "member", "write", "records"}, nil},
 		{"changes", []string{"kind", "id", "changes", "heads", "by"}, nil},
+		{"changes-batched", []string{"kind", "id", "changes", "heads", "by", "byAll"}, nil},
 		{"doc", []string{"kind", "id", "doc", "heads"}, nil},
+		{"doc-deflated", []string{"kind", "id", "doc", "heads", "deflated"}, nil},
+		{"hello-deflate", []string{"kind", "v", "deflate"}, nil},
 		{"resolved", []string{"kind", "id", "record", "answer"}, nil},
 		{"submit", []string{"kind", "rid", "items"}, nil},
 		{"submit-reply", []string{"kind", "rid", "ok", "results"}, true},
@@ -464,13 +464,13 @@ func TestSpecFieldNames(t *testing.T) {
 }
 
 func TestIsRequest(t *testing.T) {
-	for _, k := range []string{KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
+	for _, k := range []Kind{KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
 		KindExplore, KindExploreStop, KindTake, KindPage} {
 		if !IsRequest(k) {
 			t.Errorf("IsRequest(%q) = false", k)
 		}
 	}
-	for _, k := range []string{KindHello, KindWelcome, KindError, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
+	for _, k := range []Kind{KindHello, KindWelcome, KindError, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
 		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded, "", "question:unknown"} {
 		if IsRequest(k) {
 			t.Errorf("IsRequest(%q) = true", k)
@@ -676,7 +676,7 @@ func allocated(f func()) uint64 {
 }
 
 // msgpackKV starts a msgpack map of entries entries, with kind first.
-func msgpackKV(entries int, kind string) []byte {
+func msgpackKV(entries int, kind Kind) []byte {
 	b := []byte{0x80 | byte(entries), 0xa4, 'k', 'i', 'n', 'd', 0xd9, byte(len(kind))}
 	return append(b, kind...)
 }
@@ -848,6 +848,30 @@ func TestLargeWelcome(t *testing.T) {
 		}
 		if got := len(m.(*Welcome).Records); got != len(recs) {
 			t.Errorf("%s: %d records", ff.name, got)
+		}
+	}
+}
+
+// The typed kinds are the protocol's strings, unchanged, and the
+// replica's event kinds never collide with a frame's.
+func TestKindStrings(t *testing.T) {
+	want := []string{"hello", "welcome", "error", "question:create", "question:edit", "question:submit",
+		"question:reopen", "question:discard", "question:option", "question:criterion", "question:why",
+		"question:expand", "question:sync", "question:doc", "question:changes", "question:created",
+		"question:meta", "question:resolved", "question:reopened", "question:discarded",
+		"question:option-added", "question:criterion-added"}
+	got := Kinds()
+	if len(got) != len(want) {
+		t.Fatalf("%d kinds, want %d", len(got), len(want))
+	}
+	for i, k := range got {
+		if string(k) != want[i] {
+			t.Errorf("kind %d is %q, want %q", i, k, want[i])
+		}
+	}
+	for _, k := range []Kind{KindConnected, KindReconnecting, KindEditRefused} {
+		if slices.Contains(got, k) || newMessage(k) != nil {
+			t.Errorf("event kind %q is also a frame kind", k)
 		}
 	}
 }

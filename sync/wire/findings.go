@@ -6,10 +6,10 @@ import "github.com/accord-crdt/accord/question"
 // (E1). Their replies carry the record and the finding; every change is
 // announced as question:meta after its commit.
 const (
-	KindExplore     = "question:explore"      // attach started work, or ask someone
-	KindExploreStop = "question:explore-stop" // stop a running finding
-	KindTake        = "question:take"         // the asked member's answer
-	KindPage        = "question:page"         // expand to a page (question:expand's other name)
+	KindExplore     Kind = "question:explore"      // attach started work, or ask someone
+	KindExploreStop Kind = "question:explore-stop" // stop a running finding
+	KindTake        Kind = "question:take"         // the asked member's answer
+	KindPage        Kind = "question:page"         // expand to a page (question:expand's other name)
 )
 
 // Explore attaches started work to a decision, or asks a member for their

@@ -168,8 +168,8 @@ type frame struct {
 	reply bool
 }
 
-func hdr(kind string) Header      { return Header{Kind: kind} }
-func req(kind, rid string) Header { return Header{Kind: kind, RID: rid} }
+func hdr(kind Kind) Header             { return Header{Kind: kind} }
+func req(kind Kind, rid string) Header { return Header{Kind: kind, RID: rid} }
 func opt(id, label string) *question.Option {
 	return &question.Option{ID: id, Label: label}
 }
@@ -187,6 +187,7 @@ func baseFrames() []frame {
 			open.ID:    {h3},
 		}}},
 		{name: "hello-fresh", msg: &Hello{Header: hdr(KindHello), V: Version}},
+		{name: "hello-deflate", msg: &Hello{Header: hdr(KindHello), V: Version, Deflate: true}},
 		{name: "welcome", msg: &Welcome{Header: hdr(KindWelcome), V: Version, Doc: "plan-42", Member: "ada", Write: true,
 			Records: []question.Record{settled, open, discarded}}},
 		{name: "error", msg: &Error{Header: hdr(KindError), Reason: "version", Message: "this server speaks protocol version 1"}},
@@ -235,7 +236,10 @@ func baseFrames() []frame {
 
 		// Broadcasts.
 		{name: "doc", msg: &Doc{Header: hdr(KindDoc), ID: open.ID, Doc: blob(1000, 0x01), Heads: []string{h3}}},
+		{name: "doc-deflated", msg: &Doc{Header: hdr(KindDoc), ID: open.ID, Doc: blob(600, 0x02), Heads: []string{h3}, Deflated: true}},
 		{name: "changes", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(120, 0x99), Heads: []string{h1, h3}, By: "ada"}},
+		{name: "changes-batched", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(360, 0x5a), Heads: []string{h3},
+			By: "ben", ByAll: []string{"ada", "sam", "ben"}}},
 		{name: "created", msg: &Event{Header: hdr(KindCreated), ID: open.ID, Record: &open}},
 		{name: "meta", msg: &Event{Header: hdr(KindMeta), ID: settled.ID, Record: &settled}},
 		{name: "resolved", msg: &Event{Header: hdr(KindResolved), ID: settled.ID, Record: &settled, Answer: settled.Answer}},

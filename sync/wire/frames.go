@@ -7,63 +7,97 @@ import (
 // Version is the protocol version a hello carries and a welcome confirms.
 const Version = 1
 
+// Kind names a frame, and the events a replica reports. Every kind of
+// the protocol and of sync/replica's events is a constant of this one
+// set; the strings are what travels on the wire.
+type Kind string
+
 // Kinds of frames.
 const (
 	// Handshake.
-	KindHello   = "hello"
-	KindWelcome = "welcome"
-	KindError   = "error"
+	KindHello   Kind = "hello"
+	KindWelcome Kind = "welcome"
+	KindError   Kind = "error"
 
 	// Requests (client → server). Replies carry the same kind and the
 	// request's rid.
-	KindCreate    = "question:create"
-	KindEdit      = "question:edit"
-	KindSubmit    = "question:submit"
-	KindReopen    = "question:reopen"
-	KindDiscard   = "question:discard"
-	KindOption    = "question:option"
-	KindCriterion = "question:criterion"
-	KindWhy       = "question:why"
-	KindExpand    = "question:expand"
+	KindCreate    Kind = "question:create"
+	KindEdit      Kind = "question:edit"
+	KindSubmit    Kind = "question:submit"
+	KindReopen    Kind = "question:reopen"
+	KindDiscard   Kind = "question:discard"
+	KindOption    Kind = "question:option"
+	KindCriterion Kind = "question:criterion"
+	KindWhy       Kind = "question:why"
+	KindExpand    Kind = "question:expand"
 
 	// Both directions: automerge sync traffic for catch-up.
-	KindSync = "question:sync"
+	KindSync Kind = "question:sync"
 
 	// Server → client.
-	KindDoc            = "question:doc"     // a decision's whole accepted document
-	KindChanges        = "question:changes" // accepted changes, encoded once for every peer in step
-	KindCreated        = "question:created"
-	KindMeta           = "question:meta"
-	KindResolved       = "question:resolved"
-	KindReopened       = "question:reopened"
-	KindDiscarded      = "question:discarded"
-	KindOptionAdded    = "question:option-added"
-	KindCriterionAdded = "question:criterion-added"
+	KindDoc            Kind = "question:doc"     // a decision's whole accepted document
+	KindChanges        Kind = "question:changes" // accepted changes, encoded once for every peer in step
+	KindCreated        Kind = "question:created"
+	KindMeta           Kind = "question:meta"
+	KindResolved       Kind = "question:resolved"
+	KindReopened       Kind = "question:reopened"
+	KindDiscarded      Kind = "question:discarded"
+	KindOptionAdded    Kind = "question:option-added"
+	KindCriterionAdded Kind = "question:criterion-added"
 )
+
+// Kinds of sync/replica events that are not frames (replica.Event.Kind
+// is otherwise the kind of the server frame it reports). They never
+// travel on the wire.
+const (
+	// KindConnected: the server welcomed the client; By is the member.
+	KindConnected Kind = "connected"
+	// KindReconnecting: the connection was lost or could not be made; the
+	// client is backing off and will redial. Err says why.
+	KindReconnecting Kind = "reconnecting"
+	// KindEditRefused: the server refused the decision's draft edit; Err is
+	// the *question.Refusal. If its Reset is set, the replica went back to
+	// the accepted draft and the local changes not yet accepted are gone;
+	// otherwise the changes are kept and sent again with the next edit.
+	KindEditRefused Kind = "edit-refused"
+)
+
+// Kinds lists every frame kind of this protocol version, in the order
+// above.
+func Kinds() []Kind {
+	return []Kind{KindHello, KindWelcome, KindError, KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard,
+		KindOption, KindCriterion, KindWhy, KindExpand, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
+		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded,
+		KindExplore, KindExploreStop, KindTake, KindPage}
+}
 
 // Message is any frame of the protocol.
 type Message interface {
 	// FrameKind returns the frame's kind.
-	FrameKind() string
+	FrameKind() Kind
 }
 
 // Header is the part every frame shares.
 type Header struct {
-	Kind string `json:"kind"`
+	Kind Kind `json:"kind"`
 	// RID correlates a request with its reply.
 	RID string `json:"rid,omitempty"`
 }
 
 // FrameKind implements Message.
-func (h Header) FrameKind() string { return h.Kind }
+func (h Header) FrameKind() Kind { return h.Kind }
 
 // Hello opens a connection. Have lists the decisions the client already
 // holds with the heads it holds them at, so the server sends only what is
 // missing.
+//
+// Deflate asks for the join's question:doc frames compressed: the server
+// then sends each one whose DEFLATE form is smaller with Deflated set.
 type Hello struct {
 	Header
-	V    int                 `json:"v"`
-	Have map[string][]string `json:"have,omitempty"`
+	V       int                 `json:"v"`
+	Have    map[string][]string `json:"have,omitempty"`
+	Deflate bool                `json:"deflate,omitempty"`
 }
 
 // Welcome answers Hello: the member as the server knows them and every
@@ -182,22 +216,33 @@ type SubmitResult struct {
 	Record  *question.Record `json:"record,omitempty"`
 }
 
-// Doc carries a decision's whole accepted CRDT document.
+// Doc carries a decision's whole accepted CRDT document. Deflated says
+// that Doc holds the document compressed with raw DEFLATE (RFC 1951); only
+// a client whose hello asked for it receives such frames, and InflateDoc
+// restores the document.
 type Doc struct {
 	Header
-	ID    string   `json:"id"`
-	Doc   []byte   `json:"doc"`
-	Heads []string `json:"heads"`
+	ID       string   `json:"id"`
+	Doc      []byte   `json:"doc"`
+	Heads    []string `json:"heads"`
+	Deflated bool     `json:"deflated,omitempty"`
 }
 
 // Changes carries changes the authority accepted, with the heads after
-// them; a replica holding every dependency applies them directly.
+// them; a replica holding every dependency applies them directly, in one
+// call. The server coalesces the accepted changes of one decision within
+// a commit group into one frame per connection: Changes is then the
+// concatenation of the accepted change chunks in commit order, Heads the
+// heads after the last, By the author of the last, and ByAll every
+// author, in the order of their first change, each once (absent when the
+// frame carries one accepted edit).
 type Changes struct {
 	Header
 	ID      string   `json:"id"`
 	Changes []byte   `json:"changes"`
 	Heads   []string `json:"heads"`
 	By      string   `json:"by,omitempty"`
+	ByAll   []string `json:"byAll,omitempty"`
 }
 
 // Event announces a committed change of a record: created, meta,
