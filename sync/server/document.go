@@ -831,6 +831,14 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 		d.replyTo(c, d.refusal(m.Header, m.ID, err))
 		return
 	}
+	if res.Rebased {
+		// The history was replaced: every member, the editor too, gets
+		// the whole rebased document (before the reply, so the editor's
+		// replica holds the heads the reply names), after the commit.
+		d.broadcastDoc(m.ID)
+		d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
+		return
+	}
 	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
 	if len(res.Changes) > 0 {
 		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
@@ -907,10 +915,25 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	d.broadcastChanges(m.ID, before, c.member.Login)
 }
 
+// broadcastDoc announces a decision's whole accepted document to every
+// connection: after a rebase, whose new history no member holds.
+func (d *document) broadcastDoc(id string) {
+	saved, err := d.auth.Save(id)
+	if err != nil {
+		return
+	}
+	_, cur, _ := d.auth.Draft(id)
+	d.broadcast(nil, &wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: saved, Heads: heads(cur)})
+}
+
 // broadcastChanges announces the authority's own changes since before
 // (a reopen's fresh generation, an append) to every connection.
 func (d *document) broadcastChanges(id string, before crdt.Heads, by string) {
 	ch, err := d.auth.ChangesSince(id, before)
+	if question.ReasonOf(err) == question.Stale { // rebased meanwhile
+		d.broadcastDoc(id)
+		return
+	}
 	if err != nil || len(ch) == 0 {
 		return
 	}

@@ -1,0 +1,127 @@
+package replica_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accord-crdt/accord/persist/boltstore"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/replica"
+	"github.com/accord-crdt/accord/sync/server"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// TestRebaseThroughTheServer replaces a long written answer until the
+// server rebases the decision's history: both members move to the rebased
+// document and keep editing it, and the file loads again after a restart.
+func TestRebaseThroughTheServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long answers take a while")
+	}
+	path := t.TempDir() + "/accord.db"
+	st, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	srv, err := server.New(server.Options{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Authorize: func(r *http.Request, doc string) (question.Member, error) {
+		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ctx := ctxT(t)
+	dial := func(login string) *replica.Client {
+		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
+			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ana, ben := dial("ana"), dial("ben")
+	recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: question.Definition{Questions: []question.Question{
+		{ID: "note", Text: "What should the email say?", Response: question.Text, Options: []question.Option{}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := recs[0].ID
+	ready(t, ben, id)
+	var last string
+	for i := 0; i < 4; i++ { // 4 × ~190,000 operations passes the rebase threshold
+		last = strings.Repeat(string(rune('a'+i)), 95_000)
+		if err := ana.SetText(id, "note", last); err != nil {
+			t.Fatal(err)
+		}
+		if err := ana.Flush(ctx, id); err != nil {
+			t.Fatalf("replacement %d: %v", i, err)
+		}
+	}
+	if err := ben.SetText(id, "note", last+" Ben was here."); err != nil {
+		t.Fatal(err)
+	}
+	if err := ben.Flush(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	want := last + " Ben was here."
+	for _, c := range []*replica.Client{ana, ben} {
+		eventually(t, "both hold the last text", func() bool {
+			d, _, err := c.Draft(id)
+			return err == nil && d.Questions["note"].Text == want
+		})
+	}
+	if !strings.Contains(logs.String(), "rebased a decision's document") {
+		t.Fatal("the server never rebased the decision's history")
+	}
+	sctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st2, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	a, err := question.NewAuthority(ctx, question.Options{Store: st2, Doc: "plan"})
+	if err != nil {
+		t.Fatalf("the rebased file does not load: %v", err)
+	}
+	d, _, err := a.Draft(id)
+	if err != nil || d.Questions["note"].Text != want {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// syncBuffer is a log sink several goroutines write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
