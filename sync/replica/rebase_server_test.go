@@ -39,7 +39,8 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	ctx := ctxT(t)
+	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute) // long answers, slow under -race
+	defer cancelAll()
 	dial := func(login string) *replica.Client {
 		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
 			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})

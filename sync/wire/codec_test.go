@@ -859,7 +859,8 @@ func TestKindStrings(t *testing.T) {
 		"question:reopen", "question:discard", "question:option", "question:criterion", "question:why",
 		"question:expand", "question:sync", "question:doc", "question:changes", "question:created",
 		"question:meta", "question:resolved", "question:reopened", "question:discarded",
-		"question:option-added", "question:criterion-added"}
+		"question:option-added", "question:criterion-added",
+		"question:explore", "question:explore-stop", "question:take", "question:page"}
 	got := Kinds()
 	if len(got) != len(want) {
 		t.Fatalf("%d kinds, want %d", len(got), len(want))
