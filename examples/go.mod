@@ -1,6 +1,6 @@
 module github.com/accord-crdt/accord/examples
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/accord-crdt/accord v0.0.0
@@ -15,7 +15,7 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )
 
 replace github.com/accord-crdt/accord => ../
