@@ -166,7 +166,7 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 	}
 	r.mu.Unlock()
 	key := leaseKey(doc)
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 20; attempt++ {
 		sent := time.Now()
 		rev, err := r.kv.Create(ctx, key, r.self)
 		if err == nil {
@@ -181,7 +181,15 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		}
 		e, err := r.kv.Get(ctx, key)
 		if errors.Is(err, natsjs.ErrKeyNotFound) {
-			continue // expired or released meanwhile: try again
+			// Expired or released meanwhile, or read from a replica that
+			// has not seen the lease yet (KV reads may go to any replica):
+			// try again.
+			select {
+			case <-ctx.Done():
+				return "", "", ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+			}
+			continue
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("cluster: read lease of %q: %w", doc, err)
@@ -190,6 +198,8 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		if err := json.Unmarshal(e.Value(), &o); err != nil {
 			return "", "", fmt.Errorf("cluster: lease of %q holds %q: %w", doc, e.Value(), err)
 		}
+		// A replica that lags may show an older owner: forwarding to it
+		// gets a 503 from that node, and the client redials.
 		if o.Node == r.o.Node {
 			// A lease of this node's from before a restart: its state is
 			// gone, so wait for it to expire rather than trust it.
