@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/accord-crdt/accord/internal/natstest"
 	"github.com/accord-crdt/accord/marks"
@@ -471,5 +474,68 @@ func TestOneOwnerPerDocument(t *testing.T) {
 		if holders != 1 {
 			t.Fatalf("%s: %d routers hold the lease", doc, holders)
 		}
+	}
+}
+
+// TestLostLeaseClosesConnections takes a document's lease away from its
+// owner (deleted in the bucket, taken by another node): at its next
+// renewal the old owner finds the revision moved, and closes the
+// connections it serves for the document, so their clients redial and
+// reach the new owner; new connections to it are forwarded there.
+func TestLostLeaseClosesConnections(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	a := startNode(t, "a", c.URL(0))
+	b := startNode(t, "b", c.URL(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	u := a.url + "/?" + url.Values{"doc": {"plan-3"}, "member": {"ana"}}.Encode()
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if !a.router.Owns("plan-3") {
+		t.Fatal("a does not own plan-3 after serving it")
+	}
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+
+	js, err := natsjs.New(natstest.Connect(t, c.URL(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, cluster.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, base64.RawURLEncoding.EncodeToString([]byte("plan-3"))); err != nil {
+		t.Fatal(err)
+	}
+	taken := time.Now()
+	waitFor(t, "b to take the lease", 10*time.Second, func() bool {
+		node, _, err := b.router.Owner(ctx, "plan-3")
+		return err == nil && node == "b"
+	})
+	select {
+	case err := <-closed:
+		t.Logf("a closed its connection %v after losing the lease: %v", time.Since(taken), err)
+	case <-time.After(2 * leaseTTL):
+		t.Fatal("a kept serving plan-3 after losing its lease")
+	}
+	if a.router.Owns("plan-3") {
+		t.Fatal("a still claims plan-3")
+	}
+	// A client of a now reaches b's authority.
+	ana := join(t, a.url, "plan-3", "ana")
+	if _, err := ana.Create(ctx, card("moved")); err != nil {
+		t.Fatalf("create through a, forwarded to b: %v", err)
 	}
 }

@@ -12,7 +12,9 @@
 //   - Router holds, per document, a lease in a JetStream KV bucket: created
 //     only if absent, renewed by compare-and-set on its revision, expired by
 //     the bucket's TTL when its node stops renewing. Normally exactly one
-//     node decides for a document, so fencing refusals are rare.
+//     node decides for a document, so fencing refusals are rare. A node
+//     that loses a lease closes the connections it serves for the
+//     document, so their clients redial and reach the new owner.
 //   - Router forwards a client's WebSocket connection for a document it
 //     does not own to the node that does (net/http/httputil's reverse
 //     proxy, WebSocket upgrade included), so every client of a document

@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -66,6 +68,10 @@ type owner struct {
 }
 
 type lease struct {
+	// hijacked are the connections being served for the document here,
+	// closed when the lease goes, so that their clients redial and reach
+	// the new owner instead of staying on an authority that no longer is.
+	hijacked map[net.Conn]struct{}
 	rev      uint64
 	renewed  time.Time // when the renewal that succeeded was sent
 	conns    int       // connections being served for the document
@@ -171,7 +177,7 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		rev, err := r.kv.Create(ctx, key, r.self)
 		if err == nil {
 			r.mu.Lock()
-			r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now()}
+			r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
 			r.mu.Unlock()
 			r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
 			return r.o.Node, r.o.URL, nil
@@ -233,7 +239,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		defer r.leave(doc)
-		r.local.ServeHTTP(w, req)
+		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
 		return
 	}
 	node, target, err := r.Owner(req.Context(), doc)
@@ -248,7 +254,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		defer r.leave(doc)
-		r.local.ServeHTTP(w, req)
+		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
 		return
 	}
 	u, err := url.Parse(target)
@@ -291,6 +297,55 @@ func (r *Router) leave(doc string) {
 		l.conns--
 		l.lastConn = time.Now()
 	}
+}
+
+// hijackWriter records the connection the local handler takes over (the
+// WebSocket upgrade), so that losing the lease can close it.
+type hijackWriter struct {
+	http.ResponseWriter
+	r   *Router
+	doc string
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("cluster: the response cannot be hijacked")
+	}
+	c, rw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.r.mu.Lock()
+	l, held := w.r.leases[w.doc]
+	if held {
+		l.hijacked[c] = struct{}{}
+	}
+	w.r.mu.Unlock()
+	if !held {
+		// Lost between the check and the upgrade.
+		c.Close()
+		return nil, nil, errors.New("cluster: document moved")
+	}
+	return &trackedConn{Conn: c, forget: func() {
+		w.r.mu.Lock()
+		if l, ok := w.r.leases[w.doc]; ok {
+			delete(l.hijacked, c)
+		}
+		w.r.mu.Unlock()
+	}}, rw, nil
+}
+
+// trackedConn forgets itself when closed.
+type trackedConn struct {
+	net.Conn
+	once   sync.Once
+	forget func()
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(c.forget)
+	return c.Conn.Close()
 }
 
 // renewLoop renews every lease each LeaseTTL/3, gives up those it cannot
@@ -356,11 +411,14 @@ func (r *Router) renew(doc string) {
 
 func (r *Router) drop(doc, why string, err error) {
 	r.mu.Lock()
-	_, ok := r.leases[doc]
+	l, ok := r.leases[doc]
 	delete(r.leases, doc)
 	r.mu.Unlock()
 	if !ok {
 		return
+	}
+	for c := range l.hijacked {
+		_ = c.Close()
 	}
 	r.log.Info("cluster: lease "+why, "doc", doc, "node", r.o.Node, "err", err)
 	if r.o.Lost != nil {
