@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +53,7 @@ type node struct {
 
 const leaseTTL = 2 * time.Second
 
-func startNode(t *testing.T, name, natsURL string) *node {
+func startNode(t testing.TB, name, natsURL string) *node {
 	t.Helper()
 	ctx := context.Background()
 	nc := natstest.Connect(t, natsURL)
@@ -121,14 +122,14 @@ func (n *node) crash() {
 }
 
 // testWriter logs through t, so a failing test shows the nodes' logs.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", bytes.TrimRight(p, "\n"))
 	return len(p), nil
 }
 
-func join(t *testing.T, base, doc, member string) *replica.Client {
+func join(t testing.TB, base, doc, member string) *replica.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -151,7 +152,7 @@ func join(t *testing.T, base, doc, member string) *replica.Client {
 	return c
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -538,4 +539,77 @@ func TestLostLeaseClosesConnections(t *testing.T) {
 	if _, err := ana.Create(ctx, card("moved")); err != nil {
 		t.Fatalf("create through a, forwarded to b: %v", err)
 	}
+}
+
+// TestFailoverCycles crashes the owner of a busy document again and again:
+// in each cycle a client of every live node edits, one save settles a new
+// decision through a non-owner node, then the owner crashes and a fresh
+// node joins. Afterwards, through a survivor, every decision whose save
+// was acknowledged is settled, by whoever saved it.
+func TestFailoverCycles(t *testing.T) {
+	const cycles = 4
+	c := natstest.RunCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	live := []*node{startNode(t, "n0", c.URL(0)), startNode(t, "n1", c.URL(1))}
+	settled := map[string]string{} // decision id → who saved it
+	for cycle := range cycles {
+		var clients []*replica.Client
+		for i, n := range live {
+			clients = append(clients, join(t, n.url, "busy", fmt.Sprintf("m%d-%d", cycle, i)))
+		}
+		var owner *node
+		for _, n := range live {
+			if n.router.Owns("busy") {
+				owner = n
+			}
+		}
+		if owner == nil {
+			t.Fatalf("cycle %d: no live node owns the document", cycle)
+		}
+		// The saver is a client of a node that does not own the document.
+		saver := clients[0]
+		if live[0] == owner {
+			saver = clients[1]
+		}
+		recs, err := clients[0].Create(ctx, card(fmt.Sprintf("cycle-%d", cycle)))
+		if err != nil {
+			t.Fatalf("cycle %d: create: %v", cycle, err)
+		}
+		id := recs[0].ID
+		for _, cl := range clients {
+			waitFor(t, "every client to hold the decision", 10*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+		}
+		if err := saver.Choose(id, "q1", "o1", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := saver.Flush(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		res, err := saver.Submit(ctx, id)
+		if err != nil || len(res) != 1 || !res[0].OK {
+			t.Fatalf("cycle %d: save: %+v %v", cycle, res, err)
+		}
+		who, _ := saver.Member()
+		settled[id] = who
+		owner.crash()
+		for i, n := range live {
+			if n == owner {
+				live = append(live[:i], live[i+1:]...)
+				break
+			}
+		}
+		live = append(live, startNode(t, fmt.Sprintf("n%d", cycle+2), c.URL((cycle+2)%3)))
+	}
+	check := join(t, live[0].url, "busy", "checker")
+	waitFor(t, "every acknowledged save to be there after the last failover", 20*time.Second, func() bool {
+		for id, who := range settled {
+			rec, ok := check.Record(id)
+			if !ok || rec.Status != question.Settled || rec.Answer == nil || rec.Answer.By != who {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%d owner crashes; %d acknowledged saves all settled, by their savers", cycles, len(settled))
 }
