@@ -553,6 +553,7 @@ func TestFailoverCycles(t *testing.T) {
 	defer cancel()
 	live := []*node{startNode(t, "n0", c.URL(0)), startNode(t, "n1", c.URL(1))}
 	settled := map[string]string{} // decision id → who saved it
+	var appends string             // an open decision criteria are appended to
 	for cycle := range cycles {
 		var clients []*replica.Client
 		for i, n := range live {
@@ -571,6 +572,13 @@ func TestFailoverCycles(t *testing.T) {
 		saver := clients[0]
 		if live[0] == owner {
 			saver = clients[1]
+		}
+		if appends == "" {
+			recs, err := clients[0].Create(ctx, card("appends"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			appends = recs[0].ID
 		}
 		recs, err := clients[0].Create(ctx, card(fmt.Sprintf("cycle-%d", cycle)))
 		if err != nil {
@@ -592,7 +600,24 @@ func TestFailoverCycles(t *testing.T) {
 		}
 		who, _ := saver.Member()
 		settled[id] = who
+		key := fmt.Sprintf("speed-%d", cycle)
+		crit, _, repeated, err := saver.AppendCriterion(ctx, appends, "q1", key, fmt.Sprintf("Speed %d", cycle))
+		if err != nil || repeated {
+			t.Fatalf("cycle %d: append: %+v repeated %v: %v", cycle, crit, repeated, err)
+		}
 		owner.crash()
+		// The same append again, as a client that never saw its reply
+		// would send it, now to the next owner: the key is remembered.
+		var again question.Criterion
+		waitFor(t, "the repeated append to be answered by the next owner", 20*time.Second, func() bool {
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			again, _, repeated, err = saver.AppendCriterion(actx, appends, "q1", key, fmt.Sprintf("Speed %d", cycle))
+			return err == nil
+		})
+		if !repeated || again.ID != crit.ID {
+			t.Fatalf("cycle %d: append repeated after failover: %+v repeated %v, first %+v", cycle, again, repeated, crit)
+		}
 		for i, n := range live {
 			if n == owner {
 				live = append(live[:i], live[i+1:]...)
@@ -611,5 +636,9 @@ func TestFailoverCycles(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("%d owner crashes; %d acknowledged saves all settled, by their savers", cycles, len(settled))
+	rec, ok := check.Record(appends)
+	if !ok || len(rec.Definition.Questions[0].Criteria) != 1+cycles {
+		t.Fatalf("appended criteria after %d failovers: %+v", cycles, rec.Definition.Questions)
+	}
+	t.Logf("%d owner crashes; %d acknowledged saves all settled, by their savers; %d appends repeated across failovers, each applied once", cycles, len(settled), cycles)
 }
