@@ -74,7 +74,7 @@ func TestStore(t *testing.T) {
 
 // TestStoreFile runs the suite on file streams, the default. A single
 // replica file stream stages every atomic batch in its own fsynced file
-// (about 20 ms a commit on this machine), so the property test runs fewer
+// (6 to 20 ms a commit on this machine), so the property test runs fewer
 // sequences here.
 func TestStoreFile(t *testing.T) {
 	t.Parallel()
