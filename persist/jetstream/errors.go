@@ -1,0 +1,25 @@
+package jetstream
+
+import "errors"
+
+var (
+	// ErrConflict is returned by CommitAt when the document's head moved
+	// since the head the caller read: another writer committed to the
+	// document first. Nothing of the Write was applied.
+	ErrConflict = errors.New("jetstream: document head moved (conflict)")
+
+	// ErrTooLarge is returned by Commit when a Write needs more messages
+	// than one atomic batch holds (Options.MaxBatch), or one of its values,
+	// with its subject and headers, exceeds the server's max_payload.
+	// Nothing of the Write was applied.
+	ErrTooLarge = errors.New("jetstream: write too large")
+
+	// ErrKeyTooLong is returned by Commit when a document id or key is
+	// longer than MaxKeySize bytes.
+	ErrKeyTooLong = errors.New("jetstream: key too long")
+
+	// ErrLayout is wrapped in a *persist.CorruptError when a message in the
+	// stream does not fit the layout (an undecodable subject token, an
+	// unknown kind).
+	ErrLayout = errors.New("jetstream: message does not fit the layout")
+)

@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/accord-crdt/accord/persist"
+	"github.com/accord-crdt/accord/persist/jetstream"
+)
+
+// ErrFenced is returned by FencedStore.Commit when another node committed
+// to the document since this node loaded it: this node's authority decided
+// on a state that is no longer the document's, so nothing was applied. The
+// document must be loaded again (closed and reopened) before it commits.
+var ErrFenced = errors.New("cluster: document committed elsewhere since it was loaded (fenced)")
+
+// FencedStore is a persist.Store on a shared JetStream stream whose Commits
+// succeed only on top of the state this node last loaded or committed: each
+// Commit is a jetstream.Store.CommitAt at the head it knows. Whatever the
+// leases say, two nodes that loaded the same state cannot both commit on
+// it, so every acknowledged command was decided on the whole history before
+// it. The authority of one document commits one Write at a time (the
+// document's goroutine in package sync/server), which is what a head per
+// document assumes.
+type FencedStore struct {
+	s *jetstream.Store
+
+	mu    sync.Mutex
+	heads map[string]uint64 // per loaded document: the head its state is at
+}
+
+var _ persist.Store = (*FencedStore)(nil)
+
+// NewFencedStore fences s. The FencedStore closes s when it is closed.
+func NewFencedStore(s *jetstream.Store) *FencedStore {
+	return &FencedStore{s: s, heads: make(map[string]uint64)}
+}
+
+// LoadDocument loads doc and remembers the head of the state returned.
+func (f *FencedStore) LoadDocument(ctx context.Context, doc string) (*persist.StoredDocument, error) {
+	d, head, err := f.s.LoadDocumentHead(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.heads[doc] = head
+	f.mu.Unlock()
+	return d, nil
+}
+
+// Commit commits w on top of the state last loaded or committed for doc.
+// It returns an error wrapping ErrFenced, applying nothing, if another
+// node committed to doc since, or if doc was never loaded here or its last
+// Commit's outcome is unknown; the next LoadDocument lifts the fence.
+func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) error {
+	if w.Empty() {
+		return f.s.Commit(ctx, doc, w) // validation and ErrClosed only
+	}
+	f.mu.Lock()
+	head, ok := f.heads[doc]
+	f.mu.Unlock()
+	if !ok {
+		if err := f.s.Commit(ctx, doc, &persist.Write{}); err != nil {
+			return err
+		}
+		return fmt.Errorf("cluster: commit to %q without a loaded state: %w", doc, ErrFenced)
+	}
+	next, err := f.s.CommitAt(ctx, doc, w, head)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err == nil:
+		f.heads[doc] = next
+		return nil
+	case errors.Is(err, jetstream.ErrConflict):
+		delete(f.heads, doc)
+		return fmt.Errorf("cluster: commit to %q: %w", doc, ErrFenced)
+	case errors.Is(err, persist.ErrEmptyKey), errors.Is(err, persist.ErrClosed),
+		errors.Is(err, jetstream.ErrTooLarge), errors.Is(err, jetstream.ErrKeyTooLong),
+		errors.Is(err, context.Canceled):
+		return err // refused before anything was sent: the head stands
+	default:
+		// The Write may have landed: the head this node knows is no
+		// longer sure.
+		delete(f.heads, doc)
+		return err
+	}
+}
+
+// Documents lists every document in the stream.
+func (f *FencedStore) Documents(ctx context.Context) ([]string, error) { return f.s.Documents(ctx) }
+
+// DeleteDocument deletes doc everywhere and forgets its head here.
+func (f *FencedStore) DeleteDocument(ctx context.Context, doc string) error {
+	f.mu.Lock()
+	delete(f.heads, doc)
+	f.mu.Unlock()
+	return f.s.DeleteDocument(ctx, doc)
+}
+
+// Forget drops doc's head, so that its next Commit is fenced until it is
+// loaded again: for a node that gave up the document.
+func (f *FencedStore) Forget(doc string) {
+	f.mu.Lock()
+	delete(f.heads, doc)
+	f.mu.Unlock()
+}
+
+// Close closes the underlying store.
+func (f *FencedStore) Close() error { return f.s.Close() }

@@ -1,0 +1,459 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultBucket       = "ACCORD_OWNERS"
+	DefaultLeaseTTL     = 6 * time.Second
+	DefaultReleaseAfter = 45 * time.Second
+)
+
+// headerForwarded marks a request a node forwarded to the owner it found:
+// the owner serves it only while it still holds the lease, and never
+// forwards it again.
+const headerForwarded = "Accord-Forwarded-To"
+
+// Options configure New. Conn, Node and URL are required.
+type Options struct {
+	// Conn reaches the NATS cluster that holds the leases.
+	Conn *nats.Conn
+	// Node names this node, uniquely in the cluster.
+	Node string
+	// URL is where the other nodes reach this node's Router (the same
+	// handler, e.g. "http://10.0.0.7:8080/sync"), for the connections they
+	// forward.
+	URL string
+	// Bucket is the KV bucket of the leases (DefaultBucket if empty) and
+	// Replicas its replication factor (1 if zero; 3 in production).
+	Bucket   string
+	Replicas int
+	// LeaseTTL is how long a lease lives without renewal
+	// (DefaultLeaseTTL if zero): how long a dead owner's documents wait
+	// before another node takes them.
+	LeaseTTL time.Duration
+	// ReleaseAfter is how long a document with no connection keeps its
+	// lease (DefaultReleaseAfter if zero). It must exceed the local
+	// server's IdleUnload, so that the lease outlives the loaded state.
+	ReleaseAfter time.Duration
+	// Lost, if set, is called (from the Router's goroutine; it must not
+	// block) when the lease of a document this node served is lost or
+	// released: the host closes the document there (see docs/SCALING.md).
+	Lost func(doc string)
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// owner is a lease's value.
+type owner struct {
+	Node string `json:"node"`
+	URL  string `json:"url"`
+}
+
+type lease struct {
+	// hijacked are the connections being served for the document here,
+	// closed when the lease goes, so that their clients redial and reach
+	// the new owner instead of staying on an authority that no longer is.
+	hijacked map[net.Conn]struct{}
+	rev      uint64
+	renewed  time.Time // when the renewal that succeeded was sent
+	conns    int       // connections being served for the document
+	lastConn time.Time // when the last one ended
+}
+
+// Router serves the sync protocol of a cluster node: a connection for a
+// document this node holds the lease of goes to the local handler (a
+// sync/server.Server on a FencedStore); one for a document another node
+// holds is forwarded to that node, WebSocket and all; one for a document
+// nobody holds takes its lease first. Leases live in a JetStream KV bucket:
+// created only if absent, renewed by compare-and-set on their revision
+// every LeaseTTL/3, expired by the bucket's TTL when their owner stops.
+type Router struct {
+	local http.Handler
+	kv    natsjs.KeyValue
+	o     Options
+	self  []byte
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	leases map[string]*lease
+	closed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New opens (or creates) the lease bucket and starts the renewal loop.
+// Close stops it.
+func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
+	if o.Conn == nil || o.Node == "" || o.URL == "" || local == nil {
+		return nil, errors.New("cluster: New needs a local handler, Options.Conn, Node and URL")
+	}
+	if _, err := url.Parse(o.URL); err != nil {
+		return nil, fmt.Errorf("cluster: Options.URL: %w", err)
+	}
+	if o.Bucket == "" {
+		o.Bucket = DefaultBucket
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.ReleaseAfter == 0 {
+		o.ReleaseAfter = DefaultReleaseAfter
+	}
+	if o.LeaseTTL < time.Second || o.ReleaseAfter < 0 {
+		return nil, errors.New("cluster: Options.LeaseTTL must be at least 1s and ReleaseAfter not negative")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := natsjs.New(o.Conn)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+		Bucket:      o.Bucket,
+		Description: "Accord: which node decides for each document",
+		History:     1,
+		TTL:         o.LeaseTTL,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: lease bucket %s: %w", o.Bucket, err)
+	}
+	self, _ := json.Marshal(owner{Node: o.Node, URL: o.URL})
+	r := &Router{
+		local:  local,
+		kv:     kv,
+		o:      o,
+		self:   self,
+		log:    o.Logger,
+		leases: make(map[string]*lease),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go r.renewLoop()
+	return r, nil
+}
+
+func leaseKey(doc string) string { return base64.RawURLEncoding.EncodeToString([]byte(doc)) }
+
+// Owner returns the node that holds doc's lease, taking it for this node
+// if nobody does.
+func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return "", "", errors.New("cluster: router closed")
+	}
+	if _, ok := r.leases[doc]; ok {
+		r.mu.Unlock()
+		return r.o.Node, r.o.URL, nil
+	}
+	r.mu.Unlock()
+	key := leaseKey(doc)
+	for attempt := 0; attempt < 20; attempt++ {
+		sent := time.Now()
+		rev, err := r.kv.Create(ctx, key, r.self)
+		if err == nil {
+			r.mu.Lock()
+			r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
+			r.mu.Unlock()
+			r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
+			return r.o.Node, r.o.URL, nil
+		}
+		if !errors.Is(err, natsjs.ErrKeyExists) {
+			return "", "", fmt.Errorf("cluster: take lease of %q: %w", doc, err)
+		}
+		e, err := r.kv.Get(ctx, key)
+		if errors.Is(err, natsjs.ErrKeyNotFound) {
+			// Expired or released meanwhile, or read from a replica that
+			// has not seen the lease yet (KV reads may go to any replica):
+			// try again.
+			select {
+			case <-ctx.Done():
+				return "", "", ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+			}
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("cluster: read lease of %q: %w", doc, err)
+		}
+		var o owner
+		if err := json.Unmarshal(e.Value(), &o); err != nil {
+			return "", "", fmt.Errorf("cluster: lease of %q holds %q: %w", doc, e.Value(), err)
+		}
+		// A replica that lags may show an older owner: forwarding to it
+		// gets a 503 from that node, and the client redials.
+		if o.Node == r.o.Node {
+			// A lease of this node's from before a restart: its state is
+			// gone, so wait for it to expire rather than trust it.
+			return "", "", fmt.Errorf("cluster: %q still leased to this node's previous run", doc)
+		}
+		return o.Node, o.URL, nil
+	}
+	return "", "", fmt.Errorf("cluster: lease of %q keeps changing hands", doc)
+}
+
+// Owns reports whether this node holds doc's lease.
+func (r *Router) Owns(doc string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.leases[doc]
+	return ok
+}
+
+// ServeHTTP routes one sync connection (?doc=<id>) to the node that owns
+// the document.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	doc := req.URL.Query().Get("doc")
+	if doc == "" || len(doc) > 256 {
+		http.Error(w, "missing or overlong ?doc= parameter", http.StatusBadRequest)
+		return
+	}
+	if to := req.Header.Get(headerForwarded); to != "" {
+		// Forwarded here: serve only while the lease is still ours.
+		if to != r.o.Node || !r.enter(doc) {
+			http.Error(w, "document moved; reconnect", http.StatusServiceUnavailable)
+			return
+		}
+		defer r.leave(doc)
+		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
+		return
+	}
+	node, target, err := r.Owner(req.Context(), doc)
+	if err != nil {
+		r.log.Warn("cluster: no owner", "doc", doc, "err", err)
+		http.Error(w, "document unavailable; retry", http.StatusServiceUnavailable)
+		return
+	}
+	if node == r.o.Node {
+		if !r.enter(doc) {
+			http.Error(w, "document moved; reconnect", http.StatusServiceUnavailable)
+			return
+		}
+		defer r.leave(doc)
+		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
+		return
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		http.Error(w, "bad owner address", http.StatusBadGateway)
+		return
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.URL.Path = u.Path
+			pr.Out.URL.RawQuery = req.URL.RawQuery
+			pr.Out.Host = req.Host // the owner checks Origin against it
+			pr.Out.Header.Set(headerForwarded, node)
+		},
+		ErrorLog: nil,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			r.log.Warn("cluster: forward failed", "doc", doc, "owner", node, "err", err)
+			http.Error(w, "owner unreachable; retry", http.StatusBadGateway)
+		},
+	}
+	proxy.ServeHTTP(w, req)
+}
+
+// enter counts a connection of doc served here, if the lease is held.
+func (r *Router) enter(doc string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.leases[doc]
+	if ok {
+		l.conns++
+	}
+	return ok
+}
+
+func (r *Router) leave(doc string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.leases[doc]; ok {
+		l.conns--
+		l.lastConn = time.Now()
+	}
+}
+
+// hijackWriter records the connection the local handler takes over (the
+// WebSocket upgrade), so that losing the lease can close it.
+type hijackWriter struct {
+	http.ResponseWriter
+	r   *Router
+	doc string
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("cluster: the response cannot be hijacked")
+	}
+	c, rw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.r.mu.Lock()
+	l, held := w.r.leases[w.doc]
+	if held {
+		l.hijacked[c] = struct{}{}
+	}
+	w.r.mu.Unlock()
+	if !held {
+		// Lost between the check and the upgrade.
+		c.Close()
+		return nil, nil, errors.New("cluster: document moved")
+	}
+	return &trackedConn{Conn: c, forget: func() {
+		w.r.mu.Lock()
+		if l, ok := w.r.leases[w.doc]; ok {
+			delete(l.hijacked, c)
+		}
+		w.r.mu.Unlock()
+	}}, rw, nil
+}
+
+// trackedConn forgets itself when closed.
+type trackedConn struct {
+	net.Conn
+	once   sync.Once
+	forget func()
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(c.forget)
+	return c.Conn.Close()
+}
+
+// renewLoop renews every lease each LeaseTTL/3, gives up those it cannot
+// renew before they could have expired, and releases idle ones.
+func (r *Router) renewLoop() {
+	defer close(r.done)
+	tick := time.NewTicker(r.o.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		docs := make([]string, 0, len(r.leases))
+		for doc := range r.leases {
+			docs = append(docs, doc)
+		}
+		r.mu.Unlock()
+		for _, doc := range docs {
+			r.renew(doc)
+		}
+	}
+}
+
+func (r *Router) renew(doc string) {
+	r.mu.Lock()
+	l, ok := r.leases[doc]
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	rev, idle := l.rev, l.conns == 0 && time.Since(l.lastConn) > r.o.ReleaseAfter
+	renewed := l.renewed
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+	defer cancel()
+	key := leaseKey(doc)
+	if idle {
+		err := r.kv.Delete(ctx, key, natsjs.LastRevision(rev))
+		r.drop(doc, "released", err)
+		return
+	}
+	sent := time.Now()
+	next, err := r.kv.Update(ctx, key, r.self, rev)
+	if err == nil {
+		r.mu.Lock()
+		if l, ok := r.leases[doc]; ok {
+			l.rev, l.renewed = next, sent
+		}
+		r.mu.Unlock()
+		return
+	}
+	// A wrong revision means the lease expired and someone else took it.
+	// Otherwise NATS is out of reach: keep trying while the lease may
+	// still be ours, and give it up before it could have expired on the
+	// server (measured from when the last good renewal was sent).
+	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || time.Since(renewed) > r.o.LeaseTTL*2/3 {
+		r.drop(doc, "lost", err)
+	}
+}
+
+func (r *Router) drop(doc, why string, err error) {
+	r.mu.Lock()
+	l, ok := r.leases[doc]
+	delete(r.leases, doc)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	for c := range l.hijacked {
+		_ = c.Close()
+	}
+	r.log.Info("cluster: lease "+why, "doc", doc, "node", r.o.Node, "err", err)
+	if r.o.Lost != nil {
+		r.o.Lost(doc)
+	}
+}
+
+// Close stops renewing and releases every lease this node holds, so other
+// nodes take its documents at once. The local handler is the caller's to
+// shut down (before Close, so that it commits what it accepted).
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	docs := make(map[string]uint64, len(r.leases))
+	for doc, l := range r.leases {
+		docs[doc] = l.rev
+	}
+	r.mu.Unlock()
+	var errs []error
+	for doc, rev := range docs {
+		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+		err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster: release %q: %w", doc, err))
+		}
+		r.drop(doc, "released", err)
+	}
+	return errors.Join(errs...)
+}
