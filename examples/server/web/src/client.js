@@ -335,22 +335,55 @@ export class Client {
     d.record = { ...d.record, definition: forward(d.record.definition, normalizeDefinition(def)) };
   }
 
-  /** @param {any} m */
+  /**
+   * A whole document (question:doc): the first load of a decision, a
+   * catch-up the server sends whole, or a rebased document.
+   * @param {any} m
+   */
   applyDoc(m) {
     const d = this.decision(m.id);
-    const bytes = /** @type {Uint8Array} */ (m.doc);
-    const srv = R.load(bytes);
-    if (d.doc && d.accepted.length && A.hasHeads(srv, d.accepted)) {
-      // Same history: keep the local changes the server has not seen.
-      d.doc = A.merge(d.doc, srv);
-    } else {
-      d.doc = srv;
-    }
-    const heads = (m.heads || []).slice().sort();
-    d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : R.heads(srv);
+    const srv = R.load(/** @type {Uint8Array} */ (m.doc));
+    this.adoptDoc(d, srv);
     d.synced = true;
     this.restoreEdited(d);
     this.push(d);
+  }
+
+  /**
+   * Takes srv, a document the server sent whole, as the decision's
+   * replica. When srv's history holds the accepted heads, it is the same
+   * history: the local changes the server has not seen are merged in. When
+   * it does not, srv is a rebased document (the same accepted state under
+   * a fresh history, docs/PROTOCOL.md): the replica replaces its document
+   * with it, never merging the two histories, and carries its own
+   * not-yet-accepted draft values over as fresh local edits. An edit still
+   * in flight belonged to the old history: its reply is ignored, and the
+   * carried values go out in the next edit.
+   * @param {Decision} d
+   * @param {any} srv
+   * @returns {"merged"|"rebased"|"loaded"}
+   */
+  adoptDoc(d, srv) {
+    const old = d.doc;
+    const heads = R.heads(srv);
+    if (!old || !d.accepted.length) {
+      d.doc = srv;
+      d.accepted = heads;
+      return "loaded";
+    }
+    if (R.holds(srv, d.accepted)) {
+      d.doc = A.merge(old, srv);
+      d.accepted = heads;
+      return "merged";
+    }
+    const { doc, carried } = d.record.status === "open" ? R.carryOver(old, d.accepted, srv) : { doc: srv, carried: 0 };
+    d.doc = doc;
+    d.accepted = heads;
+    d.inflight = "";
+    d.sent = [];
+    d.held = false;
+    if (carried) d.edited = true;
+    return "rebased";
   }
 
   /** @param {any} m */
@@ -417,11 +450,19 @@ export class Client {
     const sent = d.sent;
     d.inflight = "";
     d.sent = [];
+    /** @type {any} the reset's document, once loaded */
+    let srv = null;
     if (m.ok) {
       const heads = (m.heads || []).slice().sort();
       d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : sent;
+    } else if (m.reset && m.doc && d.doc && d.accepted.length && !R.holds(srv = R.load(m.doc), d.accepted)) {
+      // The edit was made against a history the server has since rebased
+      // (reason stale): the local values are carried over onto the
+      // rebased document and go out again, so nothing is lost and there is
+      // nothing to tell.
+      this.adoptDoc(d, srv);
     } else if (m.reset && m.doc) {
-      d.doc = R.load(m.doc);
+      d.doc = srv || R.load(m.doc);
       d.accepted = R.heads(d.doc);
       d.held = false;
       d.edited = false;
