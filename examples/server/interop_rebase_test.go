@@ -192,6 +192,9 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 	// history) and sends it whole.
 	h := freshCopy(t, g)
 	sameValues(t, "the rebased document", goState(t, g), goState(t, h))
+	// Someone else's edit accepted after the rebase: the local splice
+	// lands after it.
+	must(t, h.SpliceText("q-text", 0, 0, "Ben: "))
 	rebasedHeads := hexHeads(h.Heads())
 	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: h.Save(), Heads: rebasedHeads})
 
@@ -202,7 +205,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 		t.Fatalf("accepted after the rebase %v, want the rebased heads %v", accepted, rebasedHeads)
 	}
 	pick, many, text := goDraft(st, "q-pick"), goDraft(st, "q-many"), goDraft(st, "q-text")
-	if text["text"] != "Start with the invitation email, then a short tour." ||
+	if text["text"] != "Ben: Start with the invitation email, then a short tour." ||
 		!equalJSON(pick["choices"], []string{"o2"}) || !equalJSON(many["choices"], []string{"m3"}) ||
 		!equalJSON(pick["marks"], map[string]any{"o1/c1": nil, "o2/c1": "partly", "o2/c2": "no"}) {
 		t.Fatalf("the carried-over draft: %v", st["drafts"])
@@ -235,7 +238,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 	// meantime, and refuses the edit with reason stale, reset, and the
 	// rebased document.
 	p.edit("mark", map[string]any{"q": "q-pick", "o": "o3", "c": "c1", "mark": "partly"})
-	p.edit("settext", map[string]any{"q": "q-text", "text": "Start with the invitation email, then a short tour and a checklist."})
+	p.edit("settext", map[string]any{"q": "q-text", "text": "Ben: Start with the invitation email, then a short tour and a checklist."})
 	stale := p.oneEdit()
 	k := freshCopy(t, h)
 	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: stale.RID}, ID: "d1", Reason: question.Stale,
@@ -247,7 +250,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 	st, heads, accepted, res = p.decision()
 	sameHeads(t, "after the stale refusal", k.Heads(), heads)
 	sameValues(t, "after the stale refusal", goState(t, k), st)
-	if goDraft(st, "q-text")["text"] != "Start with the invitation email, then a short tour and a checklist." ||
+	if goDraft(st, "q-text")["text"] != "Ben: Start with the invitation email, then a short tour and a checklist." ||
 		goDraft(st, "q-pick")["marks"].(map[string]any)["o3/c1"] != "partly" {
 		t.Fatalf("the values carried over after the stale refusal: %v", st["drafts"])
 	}

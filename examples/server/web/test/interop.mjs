@@ -24,6 +24,8 @@
 //   client {name, member}           a Client of document "interop"
 //   frame {name, frame}             hand it a server frame (msgpack bytes,
 //                                   as the Go server encodes them)
+//   frames {name, frames}           several, in one task (as one socket
+//                                   read delivers them)
 //   sent {name}                     {frames}: what it sent since, msgpack
 //   edit {name, id, op, ...}        op mark {q, o, c, mark}, choose {q, o,
 //                                   on, multiple} or settext {q, text}
@@ -111,6 +113,11 @@ const handlers = {
   frame: (m) => {
     // As the socket's onmessage does: decode the binary frame, handle it.
     client(m.name).c.handle(decode(bytes(m.frame)));
+    return {};
+  },
+  frames: (m) => {
+    const { c } = client(m.name);
+    for (const f of m.frames) c.handle(decode(bytes(f)));
     return {};
   },
   sent: (m) => {
