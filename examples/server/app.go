@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
@@ -78,11 +80,8 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 		Store:  store,
 		Logger: log,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			login := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("member")))
-			for _, p := range personas {
-				if p.Login == login {
-					return question.Member{Login: p.Login, Write: p.Write}, nil
-				}
+			if m, ok := memberOf(r); ok {
+				return question.Member{Login: m.Login, Write: m.Write}, nil
 			}
 			return question.Member{}, server.ErrUnauthorized
 		},
@@ -115,8 +114,11 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	if a.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: a.srv, Document: a.host.Docs}); err != nil {
 		return nil, err
 	}
-	a.planner = &demoPlanner{app: a}
+	a.planner = &demoPlanner{app: a, runs: map[string]int{}, started: map[string]bool{}}
 	a.host.Chat.OnTurn(a.planner.onTurn)
+	a.host.Runtime.SetDrafter(func(ctx context.Context, doc string, req delivery.WhyRequest) (string, error) {
+		return demoWhy(req.Answer), ctx.Err()
+	})
 	if err := a.placeCards(context.Background(), demoDoc); err != nil {
 		return nil, err
 	}
@@ -191,6 +193,19 @@ func (a *app) routes(mux *http.ServeMux) {
 		writeJSON(w, out)
 	})
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {
+		// Starting the demo opens decisions in the plan: a write, so only
+		// a member who may write can do it, as on the sync socket.
+		m, ok := memberOf(r)
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			writeJSON(w, map[string]string{"reason": "unauthorized", "error": "name a demo member (?member=ana) to start the demo"})
+			return
+		}
+		if !m.Write {
+			w.WriteHeader(http.StatusForbidden)
+			writeJSON(w, map[string]string{"reason": "forbidden", "error": "only a member who can write can start the demo"})
+			return
+		}
 		opened, err := a.planner.start(r.Context(), docParam(r))
 		if err != nil {
 			w.WriteHeader(http.StatusConflict)
@@ -248,7 +263,20 @@ type demoPlanner struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// runs counts the runs of each document's plan (the first is 1);
+	// started holds the saved answers ("<decision>/<generation>") that
+	// started one, so a repeated answer never starts another.
+	runs    map[string]int
+	started map[string]bool
 }
+
+// The demo's one ask, and the option that starts a new run.
+const (
+	askKey        = "new-run"
+	askQuestion   = "Should I start a new run once these are settled?"
+	startRunLabel = "Start a new run"
+	notYetLabel   = "Not yet"
+)
 
 func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened, error) {
 	rev := p.app.host.Docs.Revision(doc)
@@ -268,15 +296,16 @@ func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened,
 	defer p.mu.Unlock()
 	if p.cancel == nil {
 		// The ask blocks until someone saves it, or until this turn ends
-		// (10 minutes here); after that its answer starts a turn instead.
+		// (10 minutes here); after that its answer starts a turn instead,
+		// which onTurn handles the same way.
 		actx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		p.cancel = cancel
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			asked, err := p.app.tools.Ask(actx, delivery.Call{Doc: doc}, delivery.AskInput{
-				Key: "new-run", Question: "Should I start a new run once these are settled?",
-				Options: []delivery.Label{{Label: "Start a new run"}, {Label: "Not yet"}},
+				Key: askKey, Question: askQuestion,
+				Options: []delivery.Label{{Label: startRunLabel}, {Label: notYetLabel}},
 			})
 			if err != nil {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -284,35 +313,98 @@ func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened,
 				}
 				return
 			}
-			p.say(doc, "ask-"+asked.ID, "Planner: "+askReply(asked))
+			if asked.Answer == nil || asked.Status != "answered" {
+				p.say(doc, "ask-"+asked.ID, "Planner: the question was discarded; I will not start a new run.")
+				return
+			}
+			p.answerAsk(doc, *asked.Answer)
 		}()
 	}
 	return opened, nil
 }
 
-func askReply(a delivery.Asked) string {
-	if a.Answer == nil || a.Status != "answered" {
-		return "the question was discarded; I will not start a new run."
-	}
-	for _, q := range a.Answer.Questions {
+// choseNewRun reports whether a saved answer chose "Start a new run".
+func choseNewRun(a delivery.TurnAnswer) bool {
+	for _, q := range a.Questions {
 		for _, c := range q.Chosen {
-			if c.Label == "Start a new run" {
-				return "starting a new run, as " + a.Answer.By + " chose."
+			if c.Label == startRunLabel {
+				return true
 			}
 		}
 	}
-	return "not starting a new run yet."
+	return false
 }
 
-// onTurn acts on a turn that carries saved answers: it acknowledges them
-// in Chat and ends the turn. The write-ups and why drafts run as jobs.
+// answerAsk acts on a saved answer of the demo's ask, whether it came back
+// through ask or, after the ask's turn ended, in a turn: "Start a new run"
+// starts one, visibly (a Chat notice and a line in the plan); "Not yet"
+// says so.
+func (p *demoPlanner) answerAsk(doc string, a delivery.TurnAnswer) {
+	key := fmt.Sprintf("%s/%d", a.Decision, a.Generation)
+	if !choseNewRun(a) {
+		p.say(doc, "ask-"+key, "Planner: not starting a new run yet, as "+display(a.By)+" chose.")
+		return
+	}
+	p.mu.Lock()
+	if p.started[key] {
+		p.mu.Unlock()
+		return
+	}
+	p.started[key] = true
+	if p.runs[doc] == 0 {
+		p.runs[doc] = 1
+	}
+	p.runs[doc]++
+	n := p.runs[doc]
+	p.mu.Unlock()
+
+	who := display(a.By)
+	blocks := p.app.host.Docs.Blocks(doc)
+	after := ""
+	if len(blocks) > 0 {
+		after = blocks[len(blocks)-1].ID
+	}
+	if err := p.app.host.Docs.Insert(doc, after, delivery.Block{
+		ID: fmt.Sprintf("run-%d", n), Kind: delivery.Paragraph,
+		Text: fmt.Sprintf("Run %d started: %s chose to start a new run, so the Planner reviews this plan again from the top.", n, who),
+	}); err != nil {
+		p.app.log.Warn("demo run", "doc", doc, "err", err)
+	}
+	p.say(doc, "run-"+key, fmt.Sprintf("Planner: starting run %d, as %s chose.", n, who))
+}
+
+// onTurn acts on a turn that carries saved answers: an answer to the
+// demo's ask starts a run (or not); the others it acknowledges in Chat.
+// Then it ends the turn. The write-ups and why drafts run as jobs.
 func (p *demoPlanner) onTurn(doc string, t delivery.Turn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.say(doc, "turn-"+t.ID, fmt.Sprintf("Planner: thanks, I am updating the plan with %d answer(s).", len(t.Answers)))
-		p.app.host.Chat.Finish(doc, t.ID)
+		defer p.app.host.Chat.Finish(doc, t.ID)
+		var others int
+		for _, a := range t.Answers {
+			if p.isAsk(doc, a.Decision) {
+				p.answerAsk(doc, a)
+			} else {
+				others++
+			}
+		}
+		if others > 0 {
+			p.say(doc, "turn-"+t.ID, fmt.Sprintf("Planner: thanks, I am updating the plan with %s.", plural(others, "answer", "answers")))
+		}
 	}()
+}
+
+// isAsk reports whether decision is the demo's ask (by its key, which
+// survives a restart).
+func (p *demoPlanner) isAsk(doc, decision string) bool {
+	var ok bool
+	_ = p.app.srv.Do(context.Background(), doc, func(a *question.Authority) error {
+		rec, found := a.Record(decision)
+		ok = found && rec.Key == "planner:ask:"+askKey
+		return nil
+	})
+	return ok
 }
 
 func (p *demoPlanner) say(doc, id, text string) {
@@ -328,4 +420,113 @@ func (p *demoPlanner) stop() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// plural is "1 answer", "2 answers".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// display is a login as the page shows it: "ana" is "Ana".
+func display(login string) string {
+	for _, p := range personas {
+		if p.Login == login {
+			return p.Name
+		}
+	}
+	if login == "" {
+		return "someone"
+	}
+	r, n := utf8.DecodeRuneInString(login)
+	return string(unicode.ToUpper(r)) + login[n:]
+}
+
+// demoWhy drafts the why of a saved answer: one plain sentence that quotes
+// what the team chose or wrote ("The team chose “Email link” because this
+// fits the plan best."), never a label or an answer pasted in as if it
+// were part of the sentence, and never a second sentence or Markdown
+// (Y1).
+func demoWhy(a delivery.TurnAnswer) string {
+	var parts []string
+	for _, q := range a.Questions {
+		if q.Written {
+			if s := quoteClause(q.Answer, 100); s != "" {
+				parts = append(parts, "settled on "+s)
+			}
+			continue
+		}
+		var labels []string
+		for _, o := range q.Chosen {
+			if s := quoteClause(o.Label, 60); s != "" {
+				labels = append(labels, s)
+			}
+		}
+		if len(labels) > 0 {
+			parts = append(parts, "chose "+joinAnd(labels))
+		}
+	}
+	if len(parts) == 0 {
+		return "This answer fits the plan best."
+	}
+	s := "The team " + joinAnd(parts) + " because this fits the plan best."
+	if utf8.RuneCountInString(s) > question.MaxWhy {
+		return "The team " + parts[0] + " because this fits the plan best."
+	}
+	return s
+}
+
+// quoteClause quotes the first sentence of s, at most max characters (cut
+// at a word, with an ellipsis), as plain text: Markdown characters, line
+// breaks and quotation marks inside become plain, and the closing end mark
+// goes (the why's sentence ends it).
+func quoteClause(s string, max int) string {
+	rs := []rune(s)
+	cut := false
+	for i, r := range rs {
+		if r != '.' && r != '!' && r != '?' {
+			continue
+		}
+		// An end mark ends the sentence unless a lowercase letter or a
+		// digit follows it directly ("Node.js", "3.5").
+		if i+1 == len(rs) || !(unicode.IsLower(rs[i+1]) || unicode.IsDigit(rs[i+1])) {
+			cut = i+1 < len(rs) && strings.TrimSpace(string(rs[i+1:])) != ""
+			rs = rs[:i]
+			break
+		}
+	}
+	t := strings.Map(func(r rune) rune {
+		switch {
+		case strings.ContainsRune("*_`<>[]()~#|\\", r), unicode.IsSpace(r), unicode.IsControl(r):
+			return ' '
+		case strings.ContainsRune("\"“”«»", r):
+			return '\''
+		}
+		return r
+	}, string(rs))
+	t = strings.Trim(strings.Join(strings.Fields(t), " "), " ,;:-")
+	if t == "" {
+		return ""
+	}
+	if w := []rune(t); len(w) > max {
+		t = string(w[:max])
+		if i := strings.LastIndexByte(t, ' '); i > max/2 {
+			t = t[:i]
+		}
+		t, cut = strings.TrimRight(t, " ,;:-"), true
+	}
+	if cut {
+		t += "…"
+	}
+	return "“" + t + "”"
+}
+
+// joinAnd joins "a", "b" and "c" as "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

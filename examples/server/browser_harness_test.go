@@ -99,7 +99,7 @@ func (s *testServer) url(path string) string { return "http://" + s.addr + path 
 // criteria).
 func (s *testServer) startDemo() map[string]string {
 	s.t.Helper()
-	res, err := http.Post(s.url("/api/demo/start"), "application/json", nil)
+	res, err := http.Post(s.url("/api/demo/start?member=ana"), "application/json", nil)
 	if err != nil {
 		s.t.Fatalf("POST /api/demo/start: %v", err)
 	}

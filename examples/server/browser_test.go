@@ -393,6 +393,14 @@ func TestBrowserReaderCannotEdit(t *testing.T) {
 	rita.waitCard(on, "open")
 	rita.waitCard(rec, "settled")
 	rita.waitText("reader-banner", "can read this plan but not change it")
+	// Start demo is a write too: disabled for her, and refused by the
+	// server when forced.
+	rita.waitFor("Rita's disabled Start demo", `$("start-demo").disabled`)
+	var status int
+	rita.eval(`fetch("api/demo/start?member=rita", {method: "POST"}).then((r) => r.status)`, &status)
+	if status != 403 {
+		t.Errorf("Rita's forced Start demo: HTTP %d, want 403", status)
+	}
 	rita.waitText("status-"+rec, "Settled by Ana")
 	rita.waitText("why-"+rec, "Every user already has email.")
 	rita.waitEqual("Ana's draft on Rita's page", fmt.Sprintf(`$(%q).value`, answer), "Ana's draft.")
@@ -438,4 +446,53 @@ func TestBrowserReaderCannotEdit(t *testing.T) {
 		t.Errorf("Ana's draft after Rita's forced edit: %q", got)
 	}
 	ana.waitText("why-"+rec, "Every user already has email.")
+}
+
+// brokenWords lists the words of the matrix's header cells (criteria and
+// options) that the layout breaks across lines or lets spill out of their
+// cell.
+const brokenWords = `((m) => {
+	const out = [];
+	for (const th of m.querySelectorAll("th")) {
+		const cell = th.getBoundingClientRect();
+		const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			for (const w of n.data.matchAll(/\S+/g)) {
+				const r = document.createRange();
+				r.setStart(n, w.index);
+				r.setEnd(n, w.index + w[0].length);
+				const rects = [...r.getClientRects()].filter((x) => x.width > 0);
+				const box = r.getBoundingClientRect();
+				if (rects.length > 1 || box.right > cell.right + 0.5 || box.left < cell.left - 0.5) out.push(th.textContent + ": " + w[0]);
+			}
+		}
+	}
+	return out;
+})`
+
+// The criteria matrix on a phone keeps every word of its headers whole:
+// "No new storage" wraps between words, never as "storag e".
+func TestBrowserPhoneMatrixKeepsWordsWhole(t *testing.T) {
+	srv := newTestServer(t)
+	ids := srv.startDemo()
+	rec := ids["recovery"]
+	for _, size := range [][2]int{{320, 640}, {360, 740}, {390, 844}} {
+		b := newBrowser(t, fmt.Sprintf("ana-%d", size[0]), size[0], size[1])
+		b.open(srv, "ana", "")
+		b.waitCard(rec, "open")
+		q := b.questions(rec)[0]
+		m := fmt.Sprintf(`$("matrix-%s-%s")`, rec, q.ID)
+		b.waitFor("the matrix", m)
+		var broken []string
+		b.eval(brokenWords+"("+m+")", &broken)
+		if len(broken) > 0 {
+			t.Errorf("%d px wide: words broken in the matrix header: %q", size[0], broken)
+		}
+		// And the matrix fits its card: no sideways scrolling at phone sizes.
+		var fits bool
+		b.eval(m+`.parentElement.scrollWidth <= `+m+`.parentElement.clientWidth`, &fits)
+		if !fits {
+			t.Errorf("%d px wide: the matrix is wider than its card", size[0])
+		}
+	}
 }

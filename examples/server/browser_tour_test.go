@@ -43,12 +43,13 @@ func TestBrowserTourEveryButton(t *testing.T) {
 	ana.choose("member-picker", "rita")
 	ana.waitFor("Rita's reader banner", `!!$("reader-banner") && window.accord.member === "rita" && window.accord.welcomed`)
 	ana.waitFor("the URL to name Rita", `new URL(location.href).searchParams.get("member") === "rita"`)
+	ana.waitFor("Rita's disabled Start demo", `$("start-demo").disabled`)
 	ana.waitCard(rec, "open")
 	q := ana.questions(rec)[0]
 	pre := rec + "-" + q.ID
 	ana.waitFor("Rita's disabled Save and no forms that write", fmt.Sprintf(`$("save-%s").disabled && !$("add-option-input-%s")`, rec, pre))
 	ana.choose("member-picker", "ana")
-	ana.waitFor("Ana writing again", `!$("reader-banner") && window.accord.member === "ana" && window.accord.welcomed && window.accord.write`)
+	ana.waitFor("Ana writing again", `!$("reader-banner") && window.accord.member === "ana" && window.accord.welcomed && window.accord.write && !$("start-demo").disabled`)
 	ana.waitCard(rec, "open")
 	ana.waitFor("Ana's forms", fmt.Sprintf(`!!$("add-option-input-%s")`, pre))
 
@@ -167,7 +168,10 @@ func TestBrowserTourEveryButton(t *testing.T) {
 	ana.click("option-" + ask + "-" + aq.ID + "-" + aq.Options[0])
 	ana.click("save-" + ask)
 	ana.waitCard(ask, "settled")
-	ana.waitText("chat-notices", "Planner: starting a new run")
+	// "Start a new run" visibly starts one: a Chat notice and a line in
+	// the plan.
+	ana.waitText("chat-notices", "Planner: starting run 2, as Ana chose.")
+	ana.waitText("block-run-2", "Run 2 started: Ana chose to start a new run")
 }
 
 // L3: the compact layout's shared Save bar saves every decision this member

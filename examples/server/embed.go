@@ -6,10 +6,10 @@ import (
 	"net/http"
 )
 
-// webDist is the web page's built bundle (index.html, app.js, app.css and
-// automerge.wasm). It is committed, so the server builds without Node;
-// `make web` rebuilds it from web/src and `make web-check` proves the
-// committed copy matches its sources.
+// webDist is the web page's built bundle (index.html, app.js, app.css,
+// favicon.ico and automerge.wasm). It is committed, so the server builds
+// without Node; `make web` rebuilds it from web/src and `make web-check`
+// proves the committed copy matches its sources.
 //
 //go:embed web/dist
 var webDist embed.FS

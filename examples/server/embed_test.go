@@ -16,9 +16,12 @@ func TestWebHandlerServesTheBundle(t *testing.T) {
 		ctype, body  string
 	}{
 		{"/", "GET", 200, "text/html", `<script type="module" src="app.js">`},
+		{"/", "GET", 200, "text/html", `<link rel="icon" href="favicon.ico"`},
 		{"/app.js", "GET", 200, "text/javascript", ""},
 		{"/app.css", "GET", 200, "text/css", ""},
 		{"/automerge.wasm", "GET", 200, "application/wasm", "\x00asm"},
+		// Browsers ask for /favicon.ico on every load: an icon, not a 404.
+		{"/favicon.ico", "GET", 200, "image/", "\x00\x00\x01\x00"},
 		{"/", "HEAD", 200, "text/html", ""},
 		{"/index.html", "GET", http.StatusMovedPermanently, "", ""},
 		{"/nope.js", "GET", 404, "", ""},

@@ -267,7 +267,8 @@ func (s *Server) tryUnload(d *document) bool {
 // been announced to the document's connections. Hosts use it for work
 // that is not a connection's request: the Planner's tools, answer
 // delivery, write-ups (it implements question/delivery's Authorities).
-// fn must not block on other documents' Do.
+// ctx bounds the wait for the document's goroutine; once fn is queued, Do
+// waits for it to finish. fn must not block on other documents' Do.
 func (s *Server) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
 	s.mu.Lock()
 	if s.closing {
@@ -289,11 +290,14 @@ func (s *Server) Do(ctx context.Context, doc string, fn func(a *question.Authori
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Once queued, fn runs: wait for it (or for the document to stop)
+	// even if ctx ends, so that the caller never reads what fn writes
+	// while fn still runs.
 	select {
 	case err := <-done:
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-d.quit:
+		return errors.New("server: shutting down")
 	}
 }
 

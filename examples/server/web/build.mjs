@@ -1,8 +1,8 @@
 // Builds the page into dist/ (or the folder given as the first argument):
-// app.js (the bundle), app.css, index.html and automerge.wasm. The output
-// depends only on the sources and the versions pinned in package-lock.json:
-// no timestamps, hashes or absolute paths, so `make web-check` can rebuild
-// into a temporary folder and compare byte for byte.
+// app.js (the bundle), app.css, index.html, favicon.ico and automerge.wasm.
+// The output depends only on the sources and the versions pinned in
+// package-lock.json: no timestamps, hashes or absolute paths, so `make
+// web-check` can rebuild into a temporary folder and compare byte for byte.
 
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -40,4 +40,5 @@ await esbuild.build({
 });
 
 writeFileSync(join(out, "index.html"), readFileSync(join(here, "src/index.html")));
+copyFileSync(join(here, "src/favicon.ico"), join(out, "favicon.ico"));
 copyFileSync(join(here, "node_modules/@automerge/automerge/dist/automerge.wasm"), join(out, "automerge.wasm"));

@@ -15,7 +15,15 @@
 //   - definitions are adopted forward only (never fewer options or
 //     criteria than held);
 //   - a lost connection is redialled with backoff, and a replica missing
-//     changes reconnects to catch up.
+//     changes reconnects to catch up;
+//   - question:changes frames (one change or a commit group's several)
+//     that arrive together are applied in one call, and whether a frame's
+//     heads are in the history is read from the heads the replica has
+//     held, never from automerge's hasHeads, whose cost grows with the
+//     history (issue 10, bench/apply.mjs);
+//   - a rebased document (question:doc or a reset whose history lacks the
+//     accepted heads) replaces the replica, which carries its unaccepted
+//     draft values over as fresh edits.
 // The page never uses automerge's sync protocol or its sync frames.
 
 import { decode, encode } from "@msgpack/msgpack";
@@ -36,7 +44,17 @@ const A = R.A;
  *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
  * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
- *   held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any, viewKey: string}} Decision
+ *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
+ *   viewKey: string}} Decision
+ *
+ * known holds every hash that has been one of the replica's heads since it
+ * last took a whole document (or since its history was last all accepted;
+ * see settle). It stands in for automerge's hasHeads, which rebuilds
+ * changes and costs more the longer the history: the heads a server
+ * reports are always changes that were once the replica's heads (a change
+ * with a descendant on the server is no longer a head there), so "every
+ * reported head is known" says exactly what "the history holds every
+ * reported head" says, at the cost of a set lookup.
  */
 
 /** Request kinds; their replies carry the same kind. */
@@ -83,6 +101,15 @@ export class Client {
     this.listeners = new Set();
     this.timer = /** @type {any} */ (null);
     this.notifyQueued = false;
+    /**
+     * question:changes frames not applied yet, by decision: frames that
+     * arrive together (one socket read) are applied in one call at the end
+     * of the task, since automerge's cost per call grows with the
+     * document while its cost per change in a call does not.
+     * @type {Map<string, {parts: Uint8Array[], heads: string[], ws: any}>}
+     */
+    this.incoming = new Map();
+    this.incomingQueued = false;
     /** @type {Record<string, string>} decisions this member edited, by id: the draft generation, kept across reloads */
     this.editedKept = loadEdited(this.editedKey());
   }
@@ -198,6 +225,7 @@ export class Client {
   /** The connection is gone: fail what waits for it and redial. */
   lost() {
     this.welcomed = false;
+    this.incoming.clear();
     this.failPending("disconnected");
     for (const d of this.decisions.values()) {
       d.inflight = "";
@@ -267,6 +295,9 @@ export class Client {
   /** @param {any} m */
   handle(m) {
     if (!m || typeof m.kind !== "string") return;
+    if (m.kind === "question:changes") return this.queueChanges(m);
+    // Every other frame sees the changes that came before it applied.
+    this.flushChanges();
     if (REQUESTS.has(m.kind)) return this.reply(m);
     if (EVENTS.has(m.kind)) return this.event(m);
     switch (m.kind) {
@@ -282,8 +313,6 @@ export class Client {
         return;
       case "question:doc":
         return this.applyDoc(m);
-      case "question:changes":
-        return this.applyChanges(m);
       case "error":
         this.note = { text: `The server reported a problem: ${m.message || m.reason}`, tone: "error", at: Date.now() };
         if (m.rid && this.pending.has(m.rid)) {
@@ -306,7 +335,7 @@ export class Client {
     if (!d) {
       d = {
         id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
-        accepted: [], inflight: "", sent: [], held: false, synced: false, edited: false, note: null, busy: "",
+        accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
         view: null, viewKey: "",
       };
       this.decisions.set(id, d);
@@ -335,25 +364,110 @@ export class Client {
     d.record = { ...d.record, definition: forward(d.record.definition, normalizeDefinition(def)) };
   }
 
-  /** @param {any} m */
+  /**
+   * A whole document (question:doc): the first load of a decision, a
+   * catch-up the server sends whole, or a rebased document.
+   * @param {any} m
+   */
   applyDoc(m) {
     const d = this.decision(m.id);
-    const bytes = /** @type {Uint8Array} */ (m.doc);
-    const srv = R.load(bytes);
-    if (d.doc && d.accepted.length && A.hasHeads(srv, d.accepted)) {
-      // Same history: keep the local changes the server has not seen.
-      d.doc = A.merge(d.doc, srv);
-    } else {
-      d.doc = srv;
-    }
-    const heads = (m.heads || []).slice().sort();
-    d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : R.heads(srv);
+    const srv = R.load(/** @type {Uint8Array} */ (m.doc));
+    this.adoptDoc(d, srv);
     d.synced = true;
     this.restoreEdited(d);
     this.push(d);
   }
 
-  /** @param {any} m */
+  /**
+   * Takes srv, a document the server sent whole, as the decision's
+   * replica. When srv's history holds the accepted heads, it is the same
+   * history: the local changes the server has not seen are merged in. When
+   * it does not, srv is a rebased document (the same accepted state under
+   * a fresh history, docs/PROTOCOL.md): the replica replaces its document
+   * with it, never merging the two histories, and carries its own
+   * not-yet-accepted draft values over as fresh local edits. An edit still
+   * in flight belonged to the old history: its reply is ignored, and the
+   * carried values go out in the next edit.
+   * @param {Decision} d
+   * @param {any} srv
+   * @returns {"merged"|"rebased"|"loaded"}
+   */
+  adoptDoc(d, srv) {
+    const old = d.doc;
+    const heads = R.heads(srv);
+    if (!old || !d.accepted.length) {
+      d.doc = srv;
+      d.accepted = heads;
+      d.known = new Set(heads);
+      return "loaded";
+    }
+    // A whole document is rare (a first load, a catch-up too long for
+    // changes, a reset): hasHeads' cost is paid here, not per change.
+    if (R.holds(srv, d.accepted)) {
+      d.doc = A.merge(old, srv);
+      d.accepted = heads;
+      noteHeads(d, heads);
+      noteHeads(d, A.getHeads(d.doc));
+      return "merged";
+    }
+    const { doc, carried } = d.record.status === "open" ? R.carryOver(old, d.accepted, srv) : { doc: srv, carried: 0 };
+    d.doc = doc;
+    d.accepted = heads;
+    d.known = new Set(heads);
+    noteHeads(d, A.getHeads(doc));
+    d.inflight = "";
+    d.sent = [];
+    d.held = false;
+    if (carried) d.edited = true;
+    return "rebased";
+  }
+
+  /**
+   * Queues a question:changes frame; frames of the same decision that
+   * arrive before the queue is flushed (at the end of the current task, or
+   * before the next frame of another kind) are applied together, in
+   * order, with the last frame's heads.
+   * @param {any} m
+   */
+  queueChanges(m) {
+    if (typeof m.id !== "string") return;
+    let q = this.incoming.get(m.id);
+    if (!q) {
+      q = { parts: [], heads: [], ws: this.ws };
+      this.incoming.set(m.id, q);
+    }
+    // An empty batch (a replica already up to date) has no changes field:
+    // msgpack omits zero values.
+    if (m.changes instanceof Uint8Array && m.changes.length) q.parts.push(m.changes);
+    q.heads = m.heads || [];
+    if (!this.incomingQueued) {
+      this.incomingQueued = true;
+      queueMicrotask(() => {
+        this.flushChanges();
+        this.notify();
+      });
+    }
+  }
+
+  /** Applies the queued question:changes frames, one call per decision. */
+  flushChanges() {
+    this.incomingQueued = false;
+    if (this.incoming.size === 0) return;
+    const queued = [...this.incoming];
+    this.incoming.clear();
+    for (const [id, q] of queued) {
+      if (q.ws !== this.ws) continue; // from a connection since dropped
+      const changes = q.parts.length === 1 ? q.parts[0] : R.concat(q.parts);
+      this.applyChanges({ id, changes, heads: q.heads });
+    }
+  }
+
+  /**
+   * Accepted changes (question:changes): one change or several
+   * concatenated (a commit group's), applied in one call, with the heads
+   * after them. Its cost does not grow with the decision's history.
+   * @param {any} m
+   */
   applyChanges(m) {
     const d = this.decisions.get(m.id);
     if (!d || !d.doc) {
@@ -363,15 +477,19 @@ export class Client {
     // A replica already up to date gets an empty batch, which msgpack
     // omits (zero values are not written).
     const changes = m.changes instanceof Uint8Array ? m.changes : new Uint8Array(0);
-    const { doc, complete } = changes.length ? R.applyBatch(d.doc, changes) : { doc: d.doc, complete: true };
-    d.doc = doc;
-    if (!complete) {
-      console.warn("changes for", m.id, "miss dependencies; resyncing");
-      this.resync();
-      return;
+    if (changes.length) {
+      const { doc, complete } = R.applyBatch(d.doc, changes);
+      d.doc = doc;
+      if (!complete) {
+        console.warn("changes for", m.id, "miss dependencies; resyncing");
+        this.resync();
+        return;
+      }
+      noteHeads(d, A.getHeads(doc));
     }
     const heads = (m.heads || []).slice().sort();
-    if (heads.length && A.hasHeads(d.doc, heads)) d.accepted = heads;
+    if (heads.length && knows(d, heads)) d.accepted = heads;
+    settle(d);
     d.synced = true;
     this.push(d);
   }
@@ -417,12 +535,22 @@ export class Client {
     const sent = d.sent;
     d.inflight = "";
     d.sent = [];
+    /** @type {any} the reset's document, once loaded */
+    let srv = null;
     if (m.ok) {
       const heads = (m.heads || []).slice().sort();
-      d.accepted = heads.length && A.hasHeads(d.doc, heads) ? heads : sent;
+      d.accepted = heads.length && knows(d, heads) ? heads : sent;
+      settle(d);
+    } else if (m.reset && m.doc && d.doc && d.accepted.length && !R.holds(srv = R.load(m.doc), d.accepted)) {
+      // The edit was made against a history the server has since rebased
+      // (reason stale): the local values are carried over onto the
+      // rebased document and go out again, so nothing is lost and there is
+      // nothing to tell.
+      this.adoptDoc(d, srv);
     } else if (m.reset && m.doc) {
-      d.doc = R.load(m.doc);
+      d.doc = srv || R.load(m.doc);
       d.accepted = R.heads(d.doc);
+      d.known = new Set(d.accepted);
       d.held = false;
       d.edited = false;
       d.note = {
@@ -466,6 +594,7 @@ export class Client {
    * @param {(doc: any) => any} fn returns the new document
    */
   edit(id, fn) {
+    this.flushChanges();
     const d = this.decisions.get(id);
     if (!d || !d.doc) return;
     if (!this.write) {
@@ -477,6 +606,7 @@ export class Client {
     const next = fn(d.doc);
     if (next === d.doc) return;
     d.doc = next;
+    noteHeads(d, A.getHeads(next));
     d.held = false;
     d.edited = true;
     if (d.note && d.note.tone !== "error") d.note = null;
@@ -670,6 +800,39 @@ export class Client {
   editedOpen() {
     return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
   }
+}
+
+/**
+ * Adds heads to the hashes the replica has held as heads.
+ * @param {Decision} d
+ * @param {string[]} heads
+ */
+function noteHeads(d, heads) {
+  for (const h of heads) d.known.add(h);
+}
+
+/**
+ * Whether the replica's history holds every one of heads, which the server
+ * reported (see Decision.known).
+ * @param {Decision} d
+ * @param {string[]} heads
+ */
+function knows(d, heads) {
+  for (const h of heads) if (!d.known.has(h)) return false;
+  return true;
+}
+
+/**
+ * Forgets the known hashes that can never be reported again: once the
+ * server has accepted the replica's whole history (nothing in flight, the
+ * heads are the accepted ones), every other hash it held as a head has a
+ * descendant on the server. This keeps known as small as the heads.
+ * @param {Decision} d
+ */
+function settle(d) {
+  if (d.inflight || d.known.size <= d.accepted.length) return;
+  const heads = A.getHeads(d.doc);
+  if (same(heads, d.accepted)) d.known = new Set(d.accepted);
 }
 
 /**

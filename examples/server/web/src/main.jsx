@@ -155,7 +155,8 @@ function App({ session }) {
     setDemoBusy(true);
     setPageNote("");
     try {
-      const r = await fetch(`api/demo/start?doc=${encodeURIComponent(docId)}`, { method: "POST" });
+      const q = new URLSearchParams({ doc: docId, member });
+      const r = await fetch(`api/demo/start?${q}`, { method: "POST" });
       const body = await r.json().catch(() => ({}));
       if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
       const opened = Array.isArray(body.opened) ? body.opened : [];
@@ -202,7 +203,17 @@ function App({ session }) {
           </select>
         </label>
         <ConnectionPill conn={conn} />
-        <button type="button" class="btn" data-testid="start-demo" onClick={startDemo} disabled={demoBusy}>
+        {/* Starting the demo opens decisions: a write, which the server
+            refuses a reader too. Until the welcome says who may write, it
+            stays disabled. */}
+        <button
+          type="button"
+          class="btn"
+          data-testid="start-demo"
+          onClick={startDemo}
+          disabled={demoBusy || !c || !c.welcomed || !c.write}
+          title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
+        >
           {demoBusy ? "Starting…" : "Start demo"}
         </button>
       </header>
@@ -312,7 +323,9 @@ function Plan({ c, blocks, nameOf }) {
         </section>
       )}
       {blocks.length > 0 && c.order.length === 0 && c.welcomed && (
-        <p class="muted empty" data-testid="no-decisions">No decisions yet. Press Start demo to have the Planner open some.</p>
+        <p class="muted empty" data-testid="no-decisions">
+          {c.write ? "No decisions yet. Press Start demo to have the Planner open some." : "No decisions yet: a member who can write can start the demo."}
+        </p>
       )}
     </>
   );

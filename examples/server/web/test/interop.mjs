@@ -19,12 +19,27 @@
 //   save {name}                     {doc}
 //   chunks {name, heads}            {types}: chunk types of getChangesSince
 //
+// The page's protocol client (src/client.js), on a stand-in socket that
+// keeps what it sends:
+//   client {name, member}           a Client of document "interop"
+//   frame {name, frame}             hand it a server frame (msgpack bytes,
+//                                   as the Go server encodes them)
+//   frames {name, frames}           several, in one task (as one socket
+//                                   read delivers them)
+//   sent {name}                     {frames}: what it sent since, msgpack
+//   edit {name, id, op, ...}        op mark {q, o, c, mark}, choose {q, o,
+//                                   on, multiple} or settext {q, text}
+//   decision {name, id}             {state, heads, accepted, edited,
+//                                   inflight, note} of one decision
+//
 // Run by hand: node test/interop.mjs < commands.jsonl
 
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { decode } from "@msgpack/msgpack";
 import * as R from "../src/replica.js";
+import { Client } from "../src/client.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const wasmPath = here + "../node_modules/@automerge/automerge/dist/automerge.wasm";
@@ -33,6 +48,16 @@ await R.init(readFileSync(wasmPath));
 const A = R.A;
 /** @type {Map<string, any>} */
 const docs = new Map();
+/** @type {Map<string, {c: Client, out: Uint8Array[]}>} */
+const clients = new Map();
+// The client only reads WebSocket.OPEN; Node 20 has no WebSocket.
+globalThis.WebSocket ??= /** @type {any} */ ({ OPEN: 1 });
+
+function client(name) {
+  const x = clients.get(name);
+  if (!x) throw new Error(`no client ${name}`);
+  return x;
+}
 
 const b64 = (/** @type {Uint8Array} */ b) => Buffer.from(b).toString("base64");
 const bytes = (/** @type {string} */ s) => new Uint8Array(Buffer.from(s, "base64"));
@@ -78,6 +103,42 @@ const handlers = {
   },
   save: (m) => ({ doc: b64(A.save(doc(m.name))) }),
   chunks: (m) => ({ types: A.getChangesSince(doc(m.name), m.heads ?? []).map((c) => c[8]) }),
+  client: (m) => {
+    const c = new Client({ doc: "interop", member: m.member, url: "ws://interop.invalid/sync" });
+    const out = [];
+    c.ws = /** @type {any} */ ({ readyState: 1, send: (b) => out.push(b), close() {} });
+    clients.set(m.name, { c, out });
+    return {};
+  },
+  frame: (m) => {
+    // As the socket's onmessage does: decode the binary frame, handle it.
+    client(m.name).c.handle(decode(bytes(m.frame)));
+    return {};
+  },
+  frames: (m) => {
+    const { c } = client(m.name);
+    for (const f of m.frames) c.handle(decode(bytes(f)));
+    return {};
+  },
+  sent: (m) => {
+    const x = client(m.name);
+    const frames = x.out.map(b64);
+    x.out.length = 0;
+    return { frames };
+  },
+  edit: (m) => {
+    const { c } = client(m.name);
+    if (m.op === "mark") c.setMark(m.id, m.q, m.o, m.c, m.mark);
+    else if (m.op === "choose") c.choose(m.id, m.q, m.o, m.on, m.multiple);
+    else if (m.op === "settext") c.setText(m.id, m.q, m.text);
+    else throw new Error(`unknown edit ${m.op}`);
+    return {};
+  },
+  decision: (m) => {
+    const d = client(m.name).c.decisions.get(m.id);
+    if (!d || !d.doc) throw new Error(`no replica of ${m.id}`);
+    return { state: R.readState(d.doc), heads: R.heads(d.doc), accepted: d.accepted, edited: d.edited, inflight: d.inflight, note: d.note?.text ?? "" };
+  },
 };
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
