@@ -18,8 +18,8 @@ import (
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/sync/mcp"
 )
 
 const (
