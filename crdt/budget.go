@@ -292,29 +292,9 @@ func (d *Doc) writeState(st *State) error {
 	}
 	for _, id := range sortedKeys(st.Questions) {
 		q := st.Questions[id]
-		m := automerge.NewMap()
-		if err := qs.Set(id, m); err != nil {
-			return amError("rebase", err)
-		}
-		if err := m.Set("written", q.Written); err != nil {
-			return amError("rebase", err)
-		}
-		if err := m.Set("multiple", q.Multiple); err != nil {
-			return amError("rebase", err)
-		}
-		for _, list := range []struct {
-			key   string
-			items []Item
-		}{{"options", q.Options}, {"criteria", q.Criteria}} {
-			l := automerge.NewList()
-			if err := m.Set(list.key, l); err != nil {
-				return amError("rebase", err)
-			}
-			for _, it := range list.items {
-				if err := appendItem(l, it); err != nil {
-					return err
-				}
-			}
+		shape := QuestionShape{ID: id, Written: q.Written, Multiple: q.Multiple, Options: q.Options, Criteria: q.Criteria}
+		if err := writeShape(qs, shape, "rebase"); err != nil {
+			return err
 		}
 	}
 	if len(st.Appended) > 0 {

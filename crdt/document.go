@@ -546,15 +546,24 @@ func (d *Doc) AddQuestion(q QuestionShape) error {
 			return errorf(ErrInvalid, "item id: %v", err)
 		}
 	}
+	if err := writeShape(d.am.Path("questions").Map(), q, "add question"); err != nil {
+		return err
+	}
+	return d.commit("question " + q.ID)
+}
+
+// writeShape writes a question's shape (kind and items) under its id in
+// the questions map; op names the step in errors.
+func writeShape(questions *automerge.Map, q QuestionShape, op string) error {
 	m := automerge.NewMap()
-	if err := d.am.Path("questions").Map().Set(q.ID, m); err != nil {
-		return amError("add question", err)
+	if err := questions.Set(q.ID, m); err != nil {
+		return amError(op, err)
 	}
 	if err := m.Set("written", q.Written); err != nil {
-		return amError("add question", err)
+		return amError(op, err)
 	}
 	if err := m.Set("multiple", q.Multiple); err != nil {
-		return amError("add question", err)
+		return amError(op, err)
 	}
 	for _, list := range []struct {
 		key   string
@@ -562,7 +571,7 @@ func (d *Doc) AddQuestion(q QuestionShape) error {
 	}{{"options", q.Options}, {"criteria", q.Criteria}} {
 		l := automerge.NewList()
 		if err := m.Set(list.key, l); err != nil {
-			return amError("add question", err)
+			return amError(op, err)
 		}
 		for _, it := range list.items {
 			if err := appendItem(l, it); err != nil {
@@ -570,7 +579,7 @@ func (d *Doc) AddQuestion(q QuestionShape) error {
 			}
 		}
 	}
-	return d.commit("question " + q.ID)
+	return nil
 }
 
 func appendItem(l *automerge.List, it Item) error {
