@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,6 +50,8 @@ type app struct {
 	tools   *delivery.Tools
 	planner *demoPlanner
 	plan    *planStore // plan.db: the plan and Chat (plan_store.go)
+	// metrics holds the sync server's collectors, served at /metrics.
+	metrics *prometheus.Registry
 
 	research *researchHost     // research.go
 	watcher  *research.Watcher // research.go
@@ -76,9 +80,11 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	// under her, and never claim ownership.
 	a.host.Runtime.SetOwner(demoDoc, "ana")
 
+	a.metrics = prometheus.NewRegistry()
 	a.srv, err = server.New(server.Options{
-		Store:  store,
-		Logger: log,
+		Store:      store,
+		Logger:     log,
+		Registerer: a.metrics,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			if m, ok := memberOf(r); ok {
 				return question.Member{Login: m.Login, Write: m.Write}, nil
@@ -153,6 +159,7 @@ func (a *app) placeCards(ctx context.Context, doc string) error {
 
 func (a *app) routes(mux *http.ServeMux) {
 	mux.Handle("/sync", a.srv)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"doc": demoDoc, "members": personas})
 	})
