@@ -119,25 +119,7 @@ func TestMCPEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ana.Close()
-	deadline := time.Now().Add(waitTime)
-	for {
-		rec, ok := ana.Record(id)
-		if ok && ana.SetText(id, rec.Definition.Questions[0].ID, "Welcome aboard") == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the decision never reached ana's page")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
-	defer cancel()
-	if err := ana.Flush(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := ana.Submit(ctx, id); err != nil || !res[0].OK {
-		t.Fatalf("save: %+v %v", res, err)
-	}
+	answerAndSave(t, ana, id, "Welcome aboard", "ana's page")
 	var first mcp.Awaited
 	select {
 	case first = <-got:
@@ -228,5 +210,31 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 	}
 	if links[ids["rollout"]] != "b7" || prev[ids["rollout"]] != "b7" || links[ids["recovery"]] != "b5" || links[ids["onboarding"]] != "b3" {
 		t.Fatalf("cards after the rewrite: links %v, after %v", links, prev)
+	}
+}
+
+// answerAndSave writes an answer into decision id's written question as
+// the member c is dialled as, once the decision has reached c, and saves
+// it; what is missing is named in the failure.
+func answerAndSave(t *testing.T, c *replica.Client, id, text, where string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTime)
+	for {
+		rec, ok := c.Record(id)
+		if ok && c.SetText(id, rec.Definition.Questions[0].ID, text) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the decision never reached " + where)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+	defer cancel()
+	if err := c.Flush(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Submit(ctx, id); err != nil || !res[0].OK {
+		t.Fatalf("save: %+v %v", res, err)
 	}
 }

@@ -58,25 +58,7 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitTime)
-	for {
-		rec, ok := ana.Record(id)
-		if ok && ana.SetText(id, rec.Definition.Questions[0].ID, "Welcome aboard") == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the decision never reached ana")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
-	defer cancel()
-	if err := ana.Flush(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := ana.Submit(ctx, id); err != nil || !res[0].OK {
-		t.Fatalf("save: %+v %v", res, err)
-	}
+	answerAndSave(t, ana, id, "Welcome aboard", "ana")
 	ana.Close()
 	var turn mcp.Awaited
 	select {

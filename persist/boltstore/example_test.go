@@ -79,7 +79,10 @@ func ExampleStore_BackupFile() {
 		return
 	}
 	defer s.Close()
-	_ = s.Commit(ctx, "plan-1", &persist.Write{Records: []persist.Put{{Key: "d1", Value: []byte("record")}}})
+	if err := s.Commit(ctx, "plan-1", &persist.Write{Records: []persist.Put{{Key: "d1", Value: []byte("record")}}}); err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	// A consistent copy while the store keeps serving; restoring is
 	// replacing the file with it while the server is stopped.

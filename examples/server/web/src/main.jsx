@@ -3,8 +3,9 @@
 // (client.js, replica.js). See ../README.md for the data-testid list.
 
 import { render } from "preact";
-import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
+import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import * as R from "./replica.js";
+import { useSyncedField } from "./synced-field.js";
 import { display } from "./client.js";
 import { PageClient as Client } from "./research-client.js";
 import { CardResearch, ExpandButton, FindingsButton, usePageParam } from "./research.jsx";
@@ -558,25 +559,7 @@ function QuestionView({ c, d, q, values, canEdit }) {
  * @param {{id: string, value: string, disabled: boolean, label: string, onText: (s: string) => void}} props
  */
 function AnswerField({ id, value, disabled, label, onText }) {
-  const ref = useRef(/** @type {HTMLTextAreaElement|null} */ (null));
-  // The field's content is set once from here and then only by the effect
-  // below: a changing defaultValue rewrites a textarea's text node, and in
-  // Chromium that moves a focused, not yet typed-in field's caret to the
-  // start when someone else's edit arrives.
-  const initial = useRef(value);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el || el.value === value) return;
-    const focused = document.activeElement === el;
-    const s = el.selectionStart;
-    const e = el.selectionEnd;
-    const d = R.diff(el.value, value);
-    el.value = value;
-    if (focused && d) {
-      const shift = (/** @type {number} */ p) => (p <= d.pos ? p : p >= d.pos + d.del ? p - d.del + d.ins.length : d.pos + d.ins.length);
-      el.setSelectionRange(shift(s), shift(e));
-    }
-  });
+  const { ref, initial } = useSyncedField(value);
   return (
     <textarea
       ref={ref}

@@ -3,8 +3,8 @@
 // the Notes, the body of the child document question:<recordId>, edited
 // live by every member through the same sync path as an answer.
 
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import * as R from "./replica.js";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { useSyncedField } from "./synced-field.js";
 import { PageClient, findingsOf } from "./research-client.js";
 import { Face, ResearchMenu, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
 
@@ -401,21 +401,7 @@ function Notes({ child }) {
  * @param {{value: string, disabled: boolean, onText: (s: string) => void}} props
  */
 function NotesField({ value, disabled, onText }) {
-  const ref = useRef(/** @type {HTMLTextAreaElement|null} */ (null));
-  const initial = useRef(value);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el || el.value === value) return;
-    const focused = document.activeElement === el;
-    const s = el.selectionStart;
-    const e = el.selectionEnd;
-    const df = R.diff(el.value, value);
-    el.value = value;
-    if (focused && df) {
-      const shift = (/** @type {number} */ p) => (p <= df.pos ? p : p >= df.pos + df.del ? p - df.del + df.ins.length : df.pos + df.ins.length);
-      el.setSelectionRange(shift(s), shift(e));
-    }
-  });
+  const { ref, initial } = useSyncedField(value);
   return (
     <textarea
       ref={ref}
