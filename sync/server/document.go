@@ -24,10 +24,14 @@ import (
 // Commits are pipelined: the goroutine applies a group of commands in
 // memory (the authority writes through pipeStore, which only collects
 // their Writes), commits the group's Writes in one durable transaction,
-// and only then sends the group's replies and broadcasts, in order. If the
-// commit fails, every reply of the group becomes an "unavailable" refusal,
-// its broadcasts are dropped, and the authority reloads from the store:
-// nothing is acknowledged or announced before it is durable.
+// and only then sends the group's replies and broadcasts, in order. While
+// that commit runs it decides the next group, whose frames wait for the
+// next commit (accepted draft edits' changes excepted: see seal), so the
+// fsync of one group never holds up the deciding of the next. If a
+// commit fails, every reply of its group and of the group decided since
+// becomes an "unavailable" refusal, their broadcasts are dropped, and the
+// authority reloads from the store: nothing is acknowledged or announced
+// before it is durable.
 type document struct {
 	s     *Server
 	id    string
@@ -56,6 +60,14 @@ type document struct {
 	// joining holds the decisions each new conn has still to be sent.
 	joining map[*conn]*joinCursor
 	held    []delivery
+	// committing are the groups whose Writes (commitW) the store is
+	// committing now; the result arrives on commitDone. pending are the
+	// groups decided since, whose Writes wait in pipe for the next commit.
+	committing  []*stage
+	pending     []*stage
+	commitW     *persist.Write
+	commitStart time.Time
+	commitDone  chan error
 	// coalesced caches the group's coalesced frames, by their parts.
 	coalesced map[string]*encoded
 	// catch caches each decision's catch-up frames (catchUp).
@@ -121,7 +133,7 @@ const (
 )
 
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), wake: make(chan struct{}, 1),
+	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
 		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
 }
 
@@ -176,29 +188,68 @@ func (d *document) run() {
 	idle := time.NewTimer(d.s.opts.IdleUnload)
 	defer idle.Stop()
 	for {
+		var inbox chan op
+		if d.accepting() {
+			inbox = d.inbox
+		}
 		select {
-		case o := <-d.inbox:
+		case o := <-inbox:
 			d.handle(ctx, o)
 			n := 1 + d.drain(ctx, d.s.opts.MaxGroup-1)
-			d.flush(ctx, n)
+			d.seal(n)
+			d.commitNext()
+		case err := <-d.commitDone:
+			d.finishCommit(ctx, err)
+			d.commitNext()
+		case <-d.wake:
+		case <-idle.C:
+			if d.quiet() && len(d.conns) == 0 && d.s.tryUnload(d) {
+				return
+			}
+			idle.Reset(d.s.opts.IdleUnload)
+			continue
+		case <-d.quit:
+			if d.committing != nil {
+				d.finishCommit(ctx, <-d.commitDone)
+			}
+			d.seal(d.drain(ctx, -1))
+			for d.commitNext(); d.committing != nil; d.commitNext() {
+				d.finishCommit(ctx, <-d.commitDone)
+			}
+			return
+		}
+		if d.quiet() {
 			d.pumpJoins()
 			if len(d.conns) == 0 {
 				idle.Reset(d.s.opts.IdleUnload)
 			}
-		case <-d.wake:
-			d.pumpJoins()
-		case <-idle.C:
-			if len(d.conns) == 0 && d.s.tryUnload(d) {
-				return
-			}
-			idle.Reset(d.s.opts.IdleUnload)
-		case <-d.quit:
-			n := d.drain(ctx, -1)
-			d.flush(ctx, n)
-			return
 		}
 	}
 }
+
+// accepting reports whether the goroutine takes more ops now. While a
+// commit runs it goes on deciding the next group (whose frames wait for
+// that commit, except early draft edits), up to one group ahead; but
+// not while a hello waits or a join is in progress, since welcomes and
+// join frames show only committed state and are built when nothing is
+// pending.
+func (d *document) accepting() bool {
+	if d.committing == nil {
+		return true
+	}
+	if len(d.hellos) > 0 || len(d.joining) > 0 {
+		return false
+	}
+	ops := 0
+	for _, st := range d.pending {
+		ops += st.ops
+	}
+	return ops < d.s.opts.MaxGroup
+}
+
+// quiet reports whether the authority holds exactly what is committed:
+// no commit runs and no decided group waits for one.
+func (d *document) quiet() bool { return d.committing == nil && len(d.pending) == 0 }
 
 // drain handles up to max more ops already waiting (max < 0: all of them),
 // so that they join the current group, and returns how many it handled.
@@ -215,51 +266,150 @@ func (d *document) drain(ctx context.Context, max int) int {
 	return n
 }
 
-// flush commits the group's Writes, then sends its frames in order.
+// A stage is one group of ops decided together: what each connection is
+// sent of it, in order (some of it, accepted draft edits, possibly sent
+// already: see sendEarly), and the steps waiting for its Writes to be
+// durable.
+type stage struct {
+	held  []delivery
+	plan  groupPlan
+	after []func(durable bool)
+	// early holds the connections sent frames of this stage before its
+	// commit; if the commit fails they hold changes the store lacks.
+	early map[*conn]bool
+	ops   int
+}
+
+// seal ends the group of ops just decided. A group that wrote nothing,
+// with nothing ahead of it, is announced at once; any other waits for
+// its commit, except its accepted draft edits' changes, which go to the
+// other connections now.
 //
 // Accepted draft edits are the one exception to commit-before-announce:
-// their changes go to the other connections before the commit (see
-// sendEarly), because a change every holder re-sends on reconnect cannot
-// be lost by the server alone. Everything else, and the editor's own
-// reply, waits for the commit.
-func (d *document) flush(ctx context.Context, ops int) {
-	w := d.pipe.take()
-	durable := true
-	var plan groupPlan
-	if !w.Empty() {
-		plan = d.planGroup(d.held)
-		early := d.sendEarly(plan)
-		start := time.Now()
-		err := d.s.opts.Store.Commit(ctx, d.id, w)
-		d.s.metrics.committed(ops, time.Since(start), err == nil)
-		if err != nil {
-			d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
-			d.s.stats.commitFailures.Add(1)
-			durable = false
-			d.failGroup(ctx)
-			plan, d.coalesced = nil, nil
-			// They hold changes the store lacks: reconnecting, they
-			// offer them again with their heads.
-			for c := range early {
-				c.close()
-			}
-		} else {
-			d.s.stats.commits.Add(1)
+// a change every holder re-sends on reconnect cannot be lost by the
+// server alone. Everything else, and the editor's own reply, waits for
+// the commit.
+func (d *document) seal(ops int) {
+	st := &stage{held: d.held, after: d.afterFlush, ops: ops}
+	d.held, d.afterFlush = nil, nil
+	st.plan = d.planGroup(st.held)
+	if d.quiet() && d.pipe.pending.Empty() {
+		for _, f := range st.after {
+			f(true)
 		}
+		d.sendPlan(st.plan)
+		return
 	}
-	if durable && !w.Empty() && d.s.opts.Committed != nil {
+	st.early = d.sendEarly(st.plan)
+	d.pending = append(d.pending, st)
+}
+
+// commitNext starts committing the Writes of the pending groups, as one
+// durable transaction, unless a commit runs already. The document
+// goroutine goes on deciding ops meanwhile (accepting) and hears the
+// result on commitDone.
+func (d *document) commitNext() {
+	if d.committing != nil || len(d.pending) == 0 {
+		return
+	}
+	w := d.pipe.take()
+	d.committing, d.pending = d.pending, nil
+	if w.Empty() {
+		// Groups that only waited for the commit before them.
+		d.announce(d.committing)
+		d.committing = nil
+		return
+	}
+	d.commitW, d.commitStart = w, time.Now()
+	store, id := d.s.opts.Store, d.id
+	go func() { d.commitDone <- store.Commit(context.Background(), id, w) }()
+}
+
+// finishCommit takes the result of the running commit: on success the
+// groups' replies and broadcasts go out in order; on failure they are
+// refused, together with the groups decided since (the authority reloads
+// what is committed, which has neither).
+func (d *document) finishCommit(ctx context.Context, err error) {
+	stages, w := d.committing, d.commitW
+	d.committing, d.commitW = nil, nil
+	ops := 0
+	for _, st := range stages {
+		ops += st.ops
+	}
+	d.s.metrics.committed(ops, time.Since(d.commitStart), err == nil)
+	if err != nil {
+		d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
+		d.s.stats.commitFailures.Add(1)
+		stages = append(stages, d.pending...)
+		d.pending = nil
+		d.pipe.take()
+		d.failStages(ctx, stages)
+		return
+	}
+	d.s.stats.commits.Add(1)
+	if d.s.opts.Committed != nil {
 		d.s.opts.Committed(d.id, decisionsOf(w))
 	}
-	after := d.afterFlush
-	d.afterFlush = nil
-	for _, f := range after {
-		f(durable)
+	d.announce(stages)
+}
+
+// announce runs the durable groups' waiting steps, then sends what their
+// connections have not been sent yet, in order: groups committed
+// together are one commit group, whose changes of a decision coalesce as
+// within one group (planGroup).
+func (d *document) announce(stages []*stage) {
+	for _, st := range stages {
+		for _, f := range st.after {
+			f(true)
+		}
 	}
-	if plan == nil {
-		plan = d.planGroup(d.held)
+	if len(stages) == 1 {
+		d.sendPlan(stages[0].plan)
+		return
 	}
-	d.held = nil
-	d.sendPlan(plan)
+	joined := groupPlan{}
+	for _, st := range stages {
+		for c, items := range st.plan {
+			for _, it := range items {
+				if !it.sent {
+					joined[c] = append(joined[c], it)
+				}
+			}
+		}
+	}
+	for c, items := range joined {
+		joined[c] = coalesceRuns(items)
+	}
+	d.sendPlan(joined)
+}
+
+// coalesceRuns merges a connection's items of changes of one decision
+// into the first of them while no other item about that decision, and no
+// item about no decision in particular, lies between (planGroup's rule).
+func coalesceRuns(items []planItem) []planItem {
+	open := map[string]int{}
+	var out []planItem
+	for _, it := range items {
+		if len(it.parts) > 0 {
+			id := it.parts[0].msg.msg.(*wire.Changes).ID
+			if k, ok := open[id]; ok {
+				out[k].parts = append(slices.Clip(out[k].parts), it.parts...)
+				continue
+			}
+			open[id] = len(out)
+			out = append(out, it)
+			continue
+		}
+		ids, all := decisionsIn(it.message())
+		if all {
+			clear(open)
+		}
+		for _, id := range ids {
+			delete(open, id)
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // decisionsOf lists, sorted and once each, the decisions a Write touches.
@@ -281,15 +431,26 @@ func decisionsOf(w *persist.Write) []string {
 	return slices.Compact(ids)
 }
 
-// failGroup turns the held group into refusals after a failed commit.
-func (d *document) failGroup(ctx context.Context) {
+// failStages turns groups whose commit failed into refusals: the
+// authority reloads from the store, every reply becomes "unavailable"
+// (with the accepted document when it reset an edit), broadcasts are
+// dropped, and connections sent early changes are closed once their
+// refusals are queued: reconnecting, they offer those changes again with
+// their heads.
+func (d *document) failStages(ctx context.Context, stages []*stage) {
 	if err := d.auth.Reload(ctx); err != nil {
 		d.s.opts.Logger.Error("reload failed", "doc", d.id, "err", err)
 	}
 	d.sessions = map[*conn]map[string]*crdt.Session{}
 	var kept []delivery
-	for _, h := range d.held {
-		if h.reply != nil {
+	for _, st := range stages {
+		for _, f := range st.after {
+			f(false)
+		}
+		for _, h := range st.held {
+			if h.reply == nil {
+				continue
+			}
 			r := &wire.Reply{Header: h.reply.Header, ID: h.reply.ID, OK: false, Reason: question.Unavailable,
 				Message: "the change could not be saved; nothing was applied", Reset: h.reply.ID != ""}
 			if r.Reset {
@@ -299,7 +460,14 @@ func (d *document) failGroup(ctx context.Context) {
 			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
 		}
 	}
-	d.held = kept
+	d.sendPlan(d.planGroup(kept))
+	// Closed after their refusals are queued: a conn flushes its queue
+	// before it says goodbye.
+	for _, st := range stages {
+		for c := range st.early {
+			c.close()
+		}
+	}
 }
 
 // groupPlan is what each connection is sent of a group, in order.
@@ -378,7 +546,8 @@ func (d *document) planGroup(held []delivery) groupPlan {
 func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	var early map[*conn]bool
 	for c, items := range plan {
-		for k, ok := range earlyItems(items) {
+		blocked, all := d.unsentAhead(c)
+		for k, ok := range earlyItems(items, blocked, all) {
 			if !ok {
 				continue
 			}
@@ -393,26 +562,48 @@ func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	return early
 }
 
+// unsentAhead lists the decisions of the frames c has not been sent yet
+// from the groups waiting for a commit (all: one is about no decision in
+// particular); early changes of those decisions must wait behind them.
+func (d *document) unsentAhead(c *conn) (blocked map[string]bool, all bool) {
+	blocked = map[string]bool{}
+	for _, stages := range [][]*stage{d.committing, d.pending} {
+		for _, st := range stages {
+			for _, it := range st.plan[c] {
+				if it.sent {
+					continue
+				}
+				ids, any := decisionsIn(it.message())
+				all = all || any
+				for _, id := range ids {
+					blocked[id] = true
+				}
+			}
+		}
+	}
+	return blocked, all
+}
+
+// message is the frame an item is about (the first, when coalesced).
+func (it *planItem) message() wire.Message {
+	if it.h != nil {
+		return it.h.msg.msg
+	}
+	return it.parts[0].msg.msg
+}
+
 // earlyItems reports which items of one connection's plan may leave
 // before the commit: runs of draft edits' changes of a decision that no
-// other item about that decision precedes.
-func earlyItems(items []planItem) []bool {
+// other item about that decision precedes, here or in blocked (the
+// decisions of unsent frames ahead; all: a frame about every decision).
+func earlyItems(items []planItem, blocked map[string]bool, all bool) []bool {
 	ok := make([]bool, len(items))
-	blocked := map[string]bool{}
-	all := false
 	for k, it := range items {
 		if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
 			ok[k] = true
 			continue
 		}
-		m := it.parts
-		var msg wire.Message
-		if it.h != nil {
-			msg = it.h.msg.msg
-		} else {
-			msg = m[0].msg.msg
-		}
-		ids, any := decisionsIn(msg)
+		ids, any := decisionsIn(it.message())
 		all = all || any
 		for _, id := range ids {
 			blocked[id] = true
@@ -546,7 +737,7 @@ func (d *document) broadcast(except *conn, m wire.Message) {
 }
 
 // broadcastEdit announces an accepted draft edit's changes to every
-// other connection; they may leave before the group's commit (flush).
+// other connection; they may leave before the group's commit (seal).
 func (d *document) broadcastEdit(except *conn, m *wire.Changes) {
 	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
 }

@@ -168,3 +168,63 @@ func TestDraftEditsFanOutBeforeTheCommit(t *testing.T) {
 		t.Fatal("ben, who saw changes the store lacks, stayed connected")
 	}
 }
+
+// TestNextGroupIsDecidedWhileACommitRuns: while one group's commit is
+// held at the store, the document goes on deciding: a second member's
+// edit of the same decision reaches the watcher before the first commit
+// ends, and neither editor hears a reply before its own group is
+// durable. When that first commit fails, both editors are refused with
+// a reset (the second edit was decided on top of the first), the watcher
+// who saw their changes is disconnected, and the store holds neither.
+func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
+	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
+	ts := startWith(t, setup{tune: func(o *server.Options) {
+		g.Store = o.Store
+		o.Store = g
+	}})
+	ana := dial(t, ts, "ana", wire.Binary)
+	ben := dial(t, ts, "ben", wire.Text)
+	cy := dial(t, ts, "cy", wire.Binary)
+	x := ana.create("x").ID
+	ben.expect(wire.KindDoc)
+	cy.expect(wire.KindDoc)
+
+	g.set(true, 1) // the next commit waits at the gate, then fails
+	ana.sendEdit(x, "e1", func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) })
+	<-g.entered
+	if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ana" {
+		t.Fatalf("cy got %s, want ana's changes", m.FrameKind())
+	}
+	ben.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
+	// Decided while the first commit still waits.
+	if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ben" {
+		t.Fatalf("cy got %s while the first commit ran, want ben's changes", m.FrameKind())
+	}
+	for _, p := range []*peer{ana, ben} {
+		for _, m := range p.pending() {
+			if r, ok := m.(*wire.Reply); ok {
+				t.Fatalf("reply %s before its commit", r.RID)
+			}
+		}
+	}
+	g.set(false, 1)
+	g.pass <- struct{}{}
+	for _, p := range []*peer{ana, ben} {
+		r := p.expect(wire.KindEdit).(*wire.Reply)
+		if r.OK || r.Reason != question.Unavailable || !r.Reset {
+			t.Fatalf("reply %s after the failed commit: %+v", r.RID, r)
+		}
+	}
+	if !closedSoon(cy) {
+		t.Fatal("cy, who saw changes the store lacks, stayed connected")
+	}
+	late := dial(t, ts, "dee", wire.Binary)
+	late.expect(wire.KindDoc)
+	draft, err := late.docs[x].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := draft.Drafts[draft.Generation].Questions["q1"].Marks; len(m) != 0 {
+		t.Fatalf("the store holds marks of the failed groups: %v", m)
+	}
+}
