@@ -273,7 +273,7 @@ func (c *Client) handshake(conn Conn) (*wire.Welcome, error) {
 		}
 	}
 	c.mu.Unlock()
-	b, err := wire.Encode(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version, Have: have}, c.opts.Format)
+	b, err := wire.Encode(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version, Have: have, Deflate: true}, c.opts.Format)
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +622,15 @@ func (c *Client) handle(s *session, m wire.Message) error {
 // rebased one (see rebase.go) replaces the replica's document, and the
 // local draft values not yet accepted are made again on it.
 func (c *Client) applyDoc(s *session, m *wire.Doc) {
-	srv, err := crdt.Load(m.Doc, nil, crdt.Options{})
+	saved := m.Doc
+	if m.Deflated {
+		var err error
+		if saved, err = wire.InflateDoc(m.Doc, crdt.MaxDocumentBytes); err != nil {
+			c.log.Error("cannot inflate a decision's document", "id", m.ID, "err", err)
+			return
+		}
+	}
+	srv, err := crdt.Load(saved, nil, crdt.Options{})
 	if err != nil {
 		c.log.Error("cannot load a decision's document", "id", m.ID, "err", err)
 		return

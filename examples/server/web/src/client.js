@@ -109,6 +109,8 @@ export class Client {
      * @type {Map<string, {parts: Uint8Array[], heads: string[], ws: any}>}
      */
     this.incoming = new Map();
+    /** @type {any[]|null} frames that arrived while a compressed document inflates, in order */
+    this.waiting = null;
     this.incomingQueued = false;
     /** @type {Record<string, string>} decisions this member edited, by id: the draft generation, kept across reloads */
     this.editedKept = loadEdited(this.editedKey());
@@ -197,7 +199,7 @@ export class Client {
       /** @type {Record<string, string[]>} */
       const have = {};
       for (const d of this.decisions.values()) if (d.doc && d.accepted.length) have[d.id] = d.accepted;
-      this.send({ kind: "hello", v: 1, have });
+      this.send({ kind: "hello", v: 1, have, deflate: INFLATES });
     };
     ws.onmessage = (ev) => {
       if (ws !== this.ws) return;
@@ -208,12 +210,7 @@ export class Client {
         console.warn("undecodable frame", e);
         return;
       }
-      try {
-        this.handle(/** @type {any} */ (m));
-      } catch (e) {
-        console.error("frame", m && /** @type {any} */ (m).kind, e);
-      }
-      this.notify();
+      this.receive(ws, m);
     };
     ws.onclose = () => {
       if (ws !== this.ws) return;
@@ -222,8 +219,56 @@ export class Client {
     };
   }
 
+  /**
+   * Handles a decoded frame of ws in arrival order. A compressed document
+   * (question:doc with deflated) inflates asynchronously; the frames after
+   * it wait until it is handled.
+   * @param {WebSocket} ws
+   * @param {any} m
+   */
+  receive(ws, m) {
+    if (this.waiting) {
+      this.waiting.push(m);
+      return;
+    }
+    if (!(m && m.kind === "question:doc" && m.deflated === true && m.doc instanceof Uint8Array)) {
+      this.deliver(m);
+      return;
+    }
+    this.waiting = [];
+    inflate(m.doc, MAX_DOC_BYTES).then(
+      (doc) => {
+        if (ws !== this.ws) return;
+        const rest = this.waiting || [];
+        this.waiting = null;
+        this.deliver({ ...m, doc, deflated: false });
+        for (const x of rest) {
+          if (ws !== this.ws) return;
+          this.receive(ws, x);
+        }
+      },
+      (e) => {
+        if (ws !== this.ws) return;
+        console.warn("undecodable compressed document", e);
+        this.waiting = null;
+        ws.close(1000, "undecodable frame"); // the reconnect catches up again
+      },
+    );
+  }
+
+  /** @param {any} m */
+  deliver(m) {
+    try {
+      this.handle(m);
+    } catch (e) {
+      console.error("frame", m && m.kind, e);
+    }
+    this.notify();
+  }
+
   /** The connection is gone: fail what waits for it and redial. */
   lost() {
+    this.waiting = null;
     this.welcomed = false;
     this.incoming.clear();
     this.failPending("disconnected");
@@ -404,6 +449,15 @@ export class Client {
     // A whole document is rare (a first load, a catch-up too long for
     // changes, a reset): hasHeads' cost is paid here, not per change.
     if (R.holds(srv, d.accepted)) {
+      if (!d.inflight && same(R.heads(old), d.accepted)) {
+        // Nothing local beyond what the server accepted: the server's
+        // document already holds all of it, so it replaces the replica
+        // (merging would apply every missed change once more).
+        d.doc = srv;
+        d.accepted = heads;
+        d.known = new Set(heads);
+        return "loaded";
+      }
       d.doc = A.merge(old, srv);
       d.accepted = heads;
       noteHeads(d, heads);
@@ -807,6 +861,36 @@ export class Client {
  * @param {Decision} d
  * @param {string[]} heads
  */
+/** Whether this runtime inflates raw DEFLATE (the hello then asks for compressed documents). */
+const INFLATES = typeof DecompressionStream === "function";
+
+/** The largest document the client inflates: what the server loads (crdt.MaxDocumentBytes). */
+const MAX_DOC_BYTES = 64 << 20;
+
+/**
+ * Inflates a raw DEFLATE stream, refusing one that inflates past max bytes.
+ * @param {Uint8Array} bytes
+ * @param {number} max
+ * @returns {Promise<Uint8Array>}
+ */
+async function inflate(bytes, max) {
+  const reader = new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (bytes)]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  /** @type {Uint8Array[]} */
+  const parts = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.length;
+    if (n > max) {
+      await reader.cancel();
+      throw new Error(`a compressed document inflates past ${max} bytes`);
+    }
+    parts.push(value);
+  }
+  return R.concat(parts);
+}
+
 function noteHeads(d, heads) {
   for (const h of heads) d.known.add(h);
 }

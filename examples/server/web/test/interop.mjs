@@ -26,6 +26,9 @@
 //                                   as the Go server encodes them)
 //   frames {name, frames}           several, in one task (as one socket
 //                                   read delivers them)
+//   receive {name, frames}          several, as the socket delivers them
+//                                   (Client.receive: compressed documents
+//                                   inflate first); {waiting, closed}
 //   sent {name}                     {frames}: what it sent since, msgpack
 //   edit {name, id, op, ...}        op mark {q, o, c, mark}, choose {q, o,
 //                                   on, multiple} or settext {q, text}
@@ -120,6 +123,17 @@ const handlers = {
     for (const f of m.frames) c.handle(decode(bytes(f)));
     return {};
   },
+  receive: async (m) => {
+    // As the socket's onmessage does, through Client.receive: a compressed
+    // document inflates asynchronously and the frames after it wait.
+    const { c } = client(m.name);
+    let closed = false;
+    const ws = c.ws;
+    ws.close = () => { closed = true; };
+    for (const f of m.frames) c.receive(ws, decode(bytes(f)));
+    for (let i = 0; c.waiting && !closed && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+    return { waiting: c.waiting !== null, closed };
+  },
   sent: (m) => {
     const x = client(m.name);
     const frames = x.out.map(b64);
@@ -149,7 +163,7 @@ for await (const line of rl) {
     const m = JSON.parse(line);
     const h = handlers[m.cmd];
     if (!h) throw new Error(`unknown command ${m.cmd}`);
-    out = { ok: true, ...h(m) };
+    out = { ok: true, ...(await h(m)) };
   } catch (e) {
     out = { ok: false, error: String(e?.stack ?? e) };
   }
