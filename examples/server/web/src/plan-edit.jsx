@@ -141,6 +141,13 @@ export function BlockEditor({ block, plan, docId, member, canEdit }) {
       setNote({ text: "A block needs text: Delete removes it.", tone: "error" });
       return;
     }
+    const conflict = "Someone changed this block while you were editing it: your text is kept. Save puts yours in its place; Revert takes theirs.";
+    if (theirs !== base) {
+      // The page already holds someone else's newer text of this block.
+      setBase(theirs);
+      setNote({ text: conflict, tone: "error" });
+      return;
+    }
     setBusy("saving");
     setNote(null);
     const start = /** @type {string} */ (base);
@@ -158,7 +165,7 @@ export function BlockEditor({ block, plan, docId, member, canEdit }) {
         return;
       }
       setBase(now.text || "");
-      setNote({ text: "Someone changed this block while you were editing it: your text is kept. Save puts yours in its place; Revert takes theirs.", tone: "error" });
+      setNote({ text: conflict, tone: "error" });
       return;
     }
     setNote({ text: res.error || "The edit was refused.", tone: "error" });
