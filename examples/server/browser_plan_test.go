@@ -67,7 +67,8 @@ func TestBrowserPlanEditLive(t *testing.T) {
 	ana.waitText("block-note-b3", "Saved.")
 	ben.waitEqual("Ana's paragraph in Ben's window", passage("b3"), "New users sign in from the invitation link; no password is ever set.")
 
-	// A heading inside the recovery passage.
+	// A heading inside the recovery passage, added below b5 and so after
+	// the recovery card beside it, which stays beside b5.
 	ana.click("block-add-b5")
 	ana.choose("new-kind-b5", "heading")
 	ana.typeInto("new-input-b5", "Channels")
@@ -78,6 +79,7 @@ func TestBrowserPlanEditLive(t *testing.T) {
 	ben.waitEqual("the heading's row in Ben's window", passage(heading), "Channels")
 	for _, b := range []*browser{ana, ben} {
 		b.waitFor("the recovery card to need a review", fmt.Sprintf(`($("review-%s")?.textContent ?? "") === "Needs review"`, rec))
+		b.waitFor("the recovery card still beside b5", cardIn(rec, "b5", "b5"))
 	}
 	for _, other := range []string{ids["onboarding"], ids["rollout"]} {
 		if ben.exists("review-" + other) {
@@ -117,6 +119,11 @@ func TestBrowserPlanEditLive(t *testing.T) {
 	ben.waitText("block-note-b8", "Saved.")
 	ana.waitEqual("Ben's text in Ana's field", `$("block-input-b8").value`, "Existing users switch in July.")
 
+	// Edit mode stays while a change is unsaved, so no text is lost.
+	ana.typeInto("block-input-b3", " Draft")
+	ana.waitFor("Done editing held back by the unsaved change", `$("edit-plan").disabled`)
+	ana.click("block-revert-b3")
+	ana.waitEqual("the reverted field", `$("block-input-b3").value`, "Invitations carry a sign-in link.")
 	ana.click("edit-plan")
 	ana.waitEqual("Ana's plan out of edit mode", passage("b8"), "Existing users switch in July.")
 	ana.waitNotReloaded()

@@ -94,6 +94,17 @@ function App({ session }) {
   const [pageNote, setPageNote] = useState("");
   const [demoBusy, setDemoBusy] = useState("");
   const [editing, setEditing] = useState(false);
+  // The blocks this person changed in edit mode and has not saved: edit
+  // mode stays until they are saved or reverted, so no text is lost.
+  const [unsaved, setUnsaved] = useState(() => new Set());
+  const onDirty = (/** @type {string} */ id, /** @type {boolean} */ dirty) =>
+    setUnsaved((s) => {
+      if (s.has(id) === dirty) return s;
+      const n = new Set(s);
+      if (dirty) n.add(id);
+      else n.delete(id);
+      return n;
+    });
   const compact = useCompact();
   const pageId = usePageParam();
   const feed = usePlanFeed(docId);
@@ -230,8 +241,14 @@ function App({ session }) {
           data-testid="edit-plan"
           aria-pressed={editing}
           onClick={() => setEditing(!editing)}
-          disabled={!canWrite || !plan || !!pageId}
-          title={reader ? "Readers cannot edit the plan: ask a writer." : undefined}
+          disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
+          title={
+            reader
+              ? "Readers cannot edit the plan: ask a writer."
+              : editing && unsaved.size > 0
+                ? "Save or revert your changes first."
+                : undefined
+          }
         >
           {editing ? "Done editing" : "Edit plan"}
         </button>
@@ -263,7 +280,7 @@ function App({ session }) {
                 c={c}
                 plan={plan}
                 nameOf={nameOf}
-                edit={editing && canWrite && plan ? { docId, member, canEdit: canWrite } : null}
+                edit={editing && canWrite && plan ? { docId, member, canEdit: canWrite, onDirty } : null}
               />
             )}
           </main>
@@ -306,7 +323,7 @@ function ConnectionPill({ conn }) {
 }
 
 /**
- * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, member: string, canEdit: boolean}|null}} props
+ * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, member: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null}} props
  */
 function Plan({ c, plan, nameOf, edit }) {
   const blocks = plan?.blocks || [];
@@ -316,17 +333,18 @@ function Plan({ c, plan, nameOf, edit }) {
   /** @type {Map<string, string>} */
   const links = new Map();
   for (const b of blocks) if (b.kind === "decision" && b.decision) links.set(b.decision, b.link || "");
-  /** @type {{block: Block|null, cards: string[]}[]} */
+  /** @type {{block: Block|null, cards: string[], last: string}[]} */
   const rows = [];
   const placed = new Set();
   for (const b of blocks) {
     if (b.kind === "decision") {
       if (!b.decision) continue;
-      if (rows.length === 0) rows.push({ block: null, cards: [] });
+      if (rows.length === 0) rows.push({ block: null, cards: [], last: "" });
       rows[rows.length - 1].cards.push(b.decision);
+      rows[rows.length - 1].last = b.id;
       placed.add(b.decision);
     } else {
-      rows.push({ block: b, cards: [] });
+      rows.push({ block: b, cards: [], last: b.id });
     }
   }
   const others = c.order.filter((id) => !placed.has(id));
@@ -337,7 +355,15 @@ function Plan({ c, plan, nameOf, edit }) {
           <div class="passage">
             {row.block &&
               (edit && plan ? (
-                <BlockEditor block={row.block} plan={plan} docId={edit.docId} member={edit.member} canEdit={edit.canEdit} />
+                <BlockEditor
+                  block={row.block}
+                  after={row.last}
+                  plan={plan}
+                  docId={edit.docId}
+                  member={edit.member}
+                  canEdit={edit.canEdit}
+                  onDirty={edit.onDirty}
+                />
               ) : (
                 <Passage block={row.block} />
               ))}

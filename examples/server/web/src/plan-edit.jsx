@@ -7,7 +7,7 @@
 // as the person found it, the edit is sent again at the new revision,
 // else their text stays in the field for them to review.
 
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 /**
  * @typedef {{id: string, kind: string, text?: string, decision?: string, link?: string}} Block
@@ -104,10 +104,11 @@ const KIND_LABEL = /** @type {Record<string, string>} */ ({
 
 /**
  * One block of the plan in edit mode: its text in a field, Save and
- * Revert once changed, Delete, and Add below.
- * @param {{block: Block, plan: Plan, docId: string, member: string, canEdit: boolean}} props
+ * Revert once changed, Delete, and Add below (after the cards placed
+ * beside it, block after, so they stay beside it).
+ * @param {{block: Block, after: string, plan: Plan, docId: string, member: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}} props
  */
-export function BlockEditor({ block, plan, docId, member, canEdit }) {
+export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirty }) {
   const theirs = block.text || "";
   const [text, setText] = useState(theirs);
   // base is the block's text when this person started changing it: an
@@ -119,13 +120,16 @@ export function BlockEditor({ block, plan, docId, member, canEdit }) {
   const [adding, setAdding] = useState(false);
   const dirty = base !== null && text !== base;
   const ref = useRef(/** @type {HTMLTextAreaElement|null} */ (null));
+  useEffect(() => onDirty(block.id, dirty), [dirty]);
+  useEffect(() => () => onDirty(block.id, false), []);
 
   // Someone else's change shows unless this person is changing the block;
   // after a save the field keeps the saved text until the push brings it.
   useEffect(() => {
     if (base === null) setText(theirs);
   }, [theirs]);
-  useEffect(() => {
+  // The field grows with its text, measured before the browser paints.
+  useLayoutEffect(() => {
     const e = ref.current;
     if (e) {
       e.style.height = "auto";
@@ -239,16 +243,17 @@ export function BlockEditor({ block, plan, docId, member, canEdit }) {
       <p class={`note ${note?.tone || ""}`} role="status" aria-live="polite" data-testid={`block-note-${id}`}>
         {note?.text || ""}
       </p>
-      {adding && <NewBlock after={id} plan={plan} docId={docId} member={member} canEdit={canEdit} onDone={() => setAdding(false)} />}
+      {adding && <NewBlock id={id} after={after} plan={plan} docId={docId} member={member} canEdit={canEdit} onDone={() => setAdding(false)} />}
     </div>
   );
 }
 
 /**
- * The form that inserts a heading or a paragraph after a block.
- * @param {{after: string, plan: Plan, docId: string, member: string, canEdit: boolean, onDone: () => void}} props
+ * The form that inserts a heading or a paragraph below block id, right
+ * after block after (id or the last card beside it).
+ * @param {{id: string, after: string, plan: Plan, docId: string, member: string, canEdit: boolean, onDone: () => void}} props
  */
-function NewBlock({ after, plan, docId, member, canEdit, onDone }) {
+function NewBlock({ id, after, plan, docId, member, canEdit, onDone }) {
   const [kind, setKind] = useState("paragraph");
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
@@ -258,7 +263,7 @@ function NewBlock({ after, plan, docId, member, canEdit, onDone }) {
     setBusy(true);
     setError("");
     const res = await sendEdits(docId, member, plan.revision, [{ op: "insert", after, kind, text: text.trim() }], (p) =>
-      p.blocks.some((b) => b.id === after && b.kind !== "decision"),
+      p.blocks.some((b) => b.id === after),
     );
     setBusy(false);
     if (res.ok) onDone();
@@ -267,25 +272,25 @@ function NewBlock({ after, plan, docId, member, canEdit, onDone }) {
   return (
     <form
       class="newblock"
-      data-testid={`new-block-${after}`}
+      data-testid={`new-block-${id}`}
       onSubmit={(e) => {
         e.preventDefault();
         add();
       }}
     >
-      <label class="sr-only" for={`new-kind-${after}`}>
+      <label class="sr-only" for={`new-kind-${id}`}>
         Kind of the new block
       </label>
-      <select id={`new-kind-${after}`} data-testid={`new-kind-${after}`} value={kind} onChange={(e) => setKind(e.currentTarget.value)} disabled={busy}>
+      <select id={`new-kind-${id}`} data-testid={`new-kind-${id}`} value={kind} onChange={(e) => setKind(e.currentTarget.value)} disabled={busy}>
         <option value="paragraph">Paragraph</option>
         <option value="heading">Heading</option>
       </select>
-      <label class="sr-only" for={`new-input-${after}`}>
+      <label class="sr-only" for={`new-input-${id}`}>
         Text of the new block
       </label>
       <textarea
-        id={`new-input-${after}`}
-        data-testid={`new-input-${after}`}
+        id={`new-input-${id}`}
+        data-testid={`new-input-${id}`}
         class="blocktext"
         rows={kind === "heading" ? 1 : 2}
         placeholder={kind === "heading" ? "New heading" : "New paragraph"}
@@ -303,10 +308,10 @@ function NewBlock({ after, plan, docId, member, canEdit, onDone }) {
         }}
       />
       <div class="blockactions">
-        <button type="submit" class="btn primary" data-testid={`new-save-${after}`} disabled={!canEdit || busy || !text.trim()}>
+        <button type="submit" class="btn primary" data-testid={`new-save-${id}`} disabled={!canEdit || busy || !text.trim()}>
           {busy ? "Adding…" : "Add"}
         </button>
-        <button type="button" class="btn quiet" data-testid={`new-cancel-${after}`} disabled={busy} onClick={onDone}>
+        <button type="button" class="btn quiet" data-testid={`new-cancel-${id}`} disabled={busy} onClick={onDone}>
           Cancel
         </button>
       </div>
