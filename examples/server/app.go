@@ -176,7 +176,7 @@ func (a *app) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/chat", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, a.chatView(docParam(r)))
 	})
-	mux.HandleFunc("GET /api/plan/events", a.planEvents)
+	mux.HandleFunc("GET /api/plan/socket", a.planSocket)
 	mux.HandleFunc("POST /api/plan/edit", a.planEdit)
 	mux.HandleFunc("POST /api/demo/rewrite", a.demoRewriteRoute())
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {

@@ -1,11 +1,10 @@
 package main
 
 // The page's view of the plan and Chat, pushed live, and the plan edits a
-// person makes in the page. Every window of a document holds one
-// Server-Sent Events stream (GET /api/plan/events): it gets the plan and
-// Chat when it connects and again after every change, whoever made it (a
-// person in another window, the Planner, an agent over MCP, a write-up, a
-// rewrite). A person's edit (POST /api/plan/edit) is the host's edit_plan,
+// person makes in the page. Every window of a document holds one feed
+// socket (GET /api/plan/socket): it gets the plan and Chat when it
+// connects and again after every change, whoever made it (a person in
+// another window, the Planner, an agent over MCP, a write-up, a rewrite). A person's edit (POST /api/plan/edit) is the host's edit_plan,
 // the same call the Planner makes in a foreground rewrite, so the plan's
 // revision guards it and its result lists the decisions whose passage it
 // broke (anchors_pending), which the page shows on their cards until the
@@ -22,14 +21,19 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
 )
 
-// planFeed wakes the event streams of a document when its plan, its Chat
-// or its decisions change. Waking never blocks: a stream that is still
-// sending picks up every change it missed in its next snapshot.
+// planFeed wakes the feeds of a document when its plan, its Chat or its
+// decisions change. Waking never blocks: a feed that is still sending
+// picks up every change it missed in its next snapshot.
 type planFeed struct {
+	// up accepts the page's feed socket from its own origin only
+	// (gorilla's default check).
+	up     websocket.Upgrader
 	mu     sync.Mutex
 	subs   map[chan struct{}]string // wake channel -> document
 	closed chan struct{}
@@ -37,7 +41,8 @@ type planFeed struct {
 }
 
 func newPlanFeed() *planFeed {
-	return &planFeed{subs: map[chan struct{}]string{}, closed: make(chan struct{})}
+	return &planFeed{up: websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 16 << 10},
+		subs: map[chan struct{}]string{}, closed: make(chan struct{})}
 }
 
 // subscribe returns a channel that receives after each change of doc, and
@@ -54,7 +59,7 @@ func (f *planFeed) subscribe(doc string) (<-chan struct{}, func()) {
 	}
 }
 
-// notify wakes doc's streams. It runs inside the host's locks (the plan
+// notify wakes doc's feeds. It runs inside the host's locks (the plan
 // and Chat call it as they persist a change), so it only signals.
 func (f *planFeed) notify(doc string) {
 	f.mu.Lock()
@@ -69,8 +74,7 @@ func (f *planFeed) notify(doc string) {
 	}
 }
 
-// close ends every stream: at shutdown, so that the HTTP server's graceful
-// shutdown does not wait for connections that never go idle.
+// close ends every feed, at shutdown.
 func (f *planFeed) close() { f.once.Do(func() { close(f.closed) }) }
 
 // planBlock is a block as the page reads it: a decision card is a block
@@ -83,7 +87,7 @@ type planBlock struct {
 	Link     string `json:"link,omitempty"`
 }
 
-// planJSON is GET /api/plan's answer and the stream's plan event.
+// planJSON is GET /api/plan's answer and the feed's plan message.
 type planJSON struct {
 	Revision string      `json:"revision"`
 	Blocks   []planBlock `json:"blocks"`
@@ -131,83 +135,99 @@ func (a *app) chatView(doc string) chatJSON {
 	return out
 }
 
-// Streams wait this long after a change before they read the plan, so a
-// burst of changes (a rewrite relinking several cards) is one event.
+// Feeds wait this long after a change before they read the plan, so a
+// burst of changes (a rewrite relinking several cards) is one message.
 const (
-	feedSettle    = 25 * time.Millisecond
-	feedHeartbeat = 20 * time.Second
+	feedSettle = 25 * time.Millisecond
+	feedPing   = 20 * time.Second
+	feedWrite  = 10 * time.Second // a page that takes longer to read is dropped
 )
 
-// planEvents serves GET /api/plan/events: Server-Sent Events "plan" and
-// "chat", each a whole snapshot in the shape of GET /api/plan and GET
-// /api/chat, sent when the stream opens and whenever they change.
-func (a *app) planEvents(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
+// feedMessage is one message of the feed: a whole snapshot of the plan
+// (shaped as GET /api/plan answers) or of Chat (as GET /api/chat).
+type feedMessage struct {
+	Plan *planJSON `json:"plan,omitempty"`
+	Chat *chatJSON `json:"chat,omitempty"`
+}
+
+// planSocket serves GET /api/plan/socket, the page's live feed of the
+// plan and Chat: a WebSocket (which, unlike a long-lived HTTP response,
+// does not take one of the few connections a browser keeps per server,
+// so any number of windows may hold one). It sends the plan and Chat when
+// it opens and again whenever they change; the page sends nothing. It
+// ends when the page goes, a write stalls, or the app shuts down.
+func (a *app) planSocket(w http.ResponseWriter, r *http.Request) {
 	doc := docParam(r)
 	wake, stop := a.feed.subscribe(doc)
 	defer stop()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	// A dropped stream comes back within a second (the browser's
-	// EventSource reconnects by itself, also across a server restart).
-	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
-		return
+	ws, err := a.feed.up.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered the request
 	}
-	beat := time.NewTicker(feedHeartbeat)
-	defer beat.Stop()
+	defer ws.Close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// The reader's only work is to notice the page going (and to answer
+	// pings, which gorilla does inside ReadMessage).
+	ws.SetReadLimit(512)
+	go func() {
+		defer cancel()
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	send := func(m feedMessage) bool {
+		ws.SetWriteDeadline(time.Now().Add(feedWrite))
+		return ws.WriteJSON(m) == nil
+	}
+	ping := time.NewTicker(feedPing)
+	defer ping.Stop()
 	var lastPlan, lastChat []byte
 	for {
-		plan, err := a.planView(r.Context(), doc)
+		plan, err := a.planView(ctx, doc)
 		if err != nil {
-			if r.Context().Err() == nil {
-				a.log.Warn("plan events", "doc", doc, "err", err)
+			if ctx.Err() == nil {
+				a.log.Warn("plan feed", "doc", doc, "err", err)
 			}
 			return
 		}
-		for _, ev := range []struct {
-			name string
-			v    any
-			last *[]byte
-		}{{"plan", plan, &lastPlan}, {"chat", a.chatView(doc), &lastChat}} {
-			raw, err := json.Marshal(ev.v)
-			if err != nil {
-				a.log.Error("plan events", "err", err)
+		chat := a.chatView(doc)
+		rawPlan, _ := json.Marshal(plan)
+		rawChat, _ := json.Marshal(chat)
+		if string(rawPlan) != string(lastPlan) {
+			if !send(feedMessage{Plan: &plan}) {
 				return
 			}
-			if string(raw) == string(*ev.last) {
-				continue
-			}
-			*ev.last = raw
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, raw); err != nil {
-				return
-			}
+			lastPlan = rawPlan
 		}
-		fl.Flush()
+		if string(rawChat) != string(lastChat) {
+			if !send(feedMessage{Chat: &chat}) {
+				return
+			}
+			lastChat = rawChat
+		}
 	wait:
 		for {
 			select {
-			case <-r.Context().Done():
+			case <-ctx.Done():
 				return
 			case <-a.feed.closed:
+				// The page reconnects to the next server on this address.
+				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutting down"), time.Now().Add(time.Second))
 				return
-			case <-beat.C:
-				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			case <-ping.C:
+				if ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(feedWrite)) != nil {
 					return
 				}
-				fl.Flush()
 			case <-wake:
 				break wait
 			}
 		}
 		select {
 		case <-time.After(feedSettle):
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		}
 	}

@@ -5,14 +5,14 @@ package main
 // browser_plan_test.go.
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/question/delivery/memhost"
 )
@@ -119,71 +119,56 @@ func same(a, b memhost.DocState) bool {
 	return string(x) == string(y)
 }
 
-// The event stream sends the plan and Chat when it opens and a new plan
-// after each change, whoever made it; it ends when the app shuts down,
-// so a graceful shutdown does not wait for it.
-func TestPlanEventsPushEveryChange(t *testing.T) {
+// The feed socket sends the plan and Chat when it opens and a new plan
+// after each change, whoever made it; it refuses another site's page, and
+// ends when the app shuts down.
+func TestPlanFeedPushesEveryChange(t *testing.T) {
 	a, hs := testApp(t)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL+"/api/plan/events", nil)
-	res, err := http.DefaultClient.Do(req)
+	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/api/plan/socket"
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://elsewhere.example"}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Fatalf("another origin's feed: %v %v", res, err)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
-	}
-	events := make(chan [2]string, 16)
+	defer ws.Close()
+	msgs := make(chan feedMessage, 16)
 	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		var name string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				events <- [2]string{name, strings.TrimPrefix(line, "data: ")}
+		defer close(msgs)
+		for {
+			var m feedMessage
+			if err := ws.ReadJSON(&m); err != nil {
+				return
 			}
+			msgs <- m
 		}
 	}()
-	next := func(want string) planJSON {
+	nextPlan := func() planJSON {
 		t.Helper()
 		for {
 			select {
-			case ev, ok := <-events:
+			case m, ok := <-msgs:
 				if !ok {
-					t.Fatalf("the stream ended before a %s event", want)
+					t.Fatal("the feed ended before a plan")
 				}
-				if ev[0] != want {
-					continue
+				if m.Plan != nil {
+					return *m.Plan
 				}
-				var p planJSON
-				if want == "plan" {
-					if err := json.Unmarshal([]byte(ev[1]), &p); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return p
 			case <-time.After(waitTime):
-				t.Fatalf("no %s event", want)
+				t.Fatal("no plan from the feed")
 			}
 		}
 	}
-	first := next("plan")
-	next("chat")
+	first := nextPlan()
 	if first.Revision != a.host.Docs.Revision(demoDoc) || len(first.Blocks) != len(samplePlan()) {
-		t.Fatalf("first plan event: %+v", first)
+		t.Fatalf("first plan: %+v", first)
 	}
 	code, body := postEdit(t, hs.URL, "?member=ana", `{"revision":"`+first.Revision+`","edits":[{"op":"edit","block":"b8","text":"Everyone switches in June."}]}`)
 	if code != http.StatusOK {
 		t.Fatalf("edit: %d %v", code, body)
 	}
-	p := next("plan")
+	p := nextPlan()
 	if p.Revision != body["revision"] {
 		t.Fatalf("pushed revision %s, the edit made %v", p.Revision, body["revision"])
 	}
@@ -192,13 +177,13 @@ func TestPlanEventsPushEveryChange(t *testing.T) {
 			t.Fatalf("pushed b8 = %q", b.Text)
 		}
 	}
-	// A change made by the host itself (the Planner placing cards) is
-	// pushed too.
+	// Changes the host makes (the Planner placing cards, its Chat
+	// notices) are pushed too.
 	if code, body := postStart(t, hs, "?member=ana"); code != http.StatusOK {
 		t.Fatalf("start: %d %v", code, body)
 	}
 	eventually(t, "the Planner's cards in a pushed plan", func() (bool, string) {
-		p := next("plan")
+		p := nextPlan()
 		n := 0
 		for _, b := range p.Blocks {
 			if b.Kind == "decision" {
@@ -208,16 +193,16 @@ func TestPlanEventsPushEveryChange(t *testing.T) {
 		return n >= 3, p.Revision
 	})
 
-	done := make(chan struct{})
-	go func() {
-		for range events {
-		}
-		close(done)
-	}()
 	a.feed.close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the stream did not end when the feed closed")
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-msgs:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the feed did not end when the app shut down")
+		}
 	}
 }

@@ -1,6 +1,6 @@
 // The plan as the page holds it, live, and a person's edits of its text.
-// The server pushes the plan and Chat over one event stream
-// (GET api/plan/events) whenever they change, so every window sees an
+// The server pushes the plan and Chat over one feed socket
+// (GET api/plan/socket) whenever they change, so every window sees an
 // edit, a card the Planner placed or a rewrite as it happens. An edit
 // (POST api/plan/edit) is the host's edit_plan at the revision this page
 // shows; when the plan moved on meanwhile (stale) and the block is still
@@ -18,7 +18,11 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
  */
 
 /**
- * The plan and Chat of docId, as the server last pushed them.
+ * The plan and Chat of docId, as the server last pushed them over the
+ * feed socket (GET api/plan/socket): each message is a whole snapshot,
+ * {plan} or {chat}. A lost socket is redialled with the sync client's
+ * backoff (0.4 s doubling to 5 s), also across a server restart, and the
+ * first messages after it are whole snapshots again.
  * @param {string} docId
  * @returns {{plan: Plan|null, chat: {notices: Notice[]}|null, live: boolean, error: string}}
  */
@@ -27,21 +31,44 @@ export function usePlanFeed(docId) {
     /** @type {{plan: Plan|null, chat: {notices: Notice[]}|null, live: boolean, error: string}} */ ({ plan: null, chat: null, live: false, error: "" }),
   );
   useEffect(() => {
-    // EventSource reconnects by itself (the server asks for 1 s), also
-    // across a server restart, and the first events after it are whole
-    // snapshots again.
-    const es = new EventSource(`api/plan/events?doc=${encodeURIComponent(docId)}`);
-    es.addEventListener("plan", (e) => {
-      const plan = JSON.parse(/** @type {MessageEvent} */ (e).data);
-      /** @type {any} */ (window).accordPlan = plan;
-      setState((s) => ({ ...s, plan, live: true, error: "" }));
-    });
-    es.addEventListener("chat", (e) => {
-      const chat = JSON.parse(/** @type {MessageEvent} */ (e).data);
-      setState((s) => ({ ...s, chat, live: true, error: "" }));
-    });
-    es.onerror = () => setState((s) => ({ ...s, live: false, error: s.plan ? "" : "the plan is not reachable" }));
-    return () => es.close();
+    let stopped = false;
+    let attempts = 0;
+    /** @type {WebSocket|null} */
+    let ws = null;
+    /** @type {any} */
+    let timer;
+    const dial = () => {
+      const u = new URL(`api/plan/socket?doc=${encodeURIComponent(docId)}`, location.href);
+      u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+      const sock = new WebSocket(u);
+      ws = sock;
+      sock.onopen = () => {
+        attempts = 0;
+      };
+      sock.onmessage = (e) => {
+        let m;
+        try {
+          m = JSON.parse(e.data);
+        } catch {
+          return;
+        }
+        if (m.plan) /** @type {any} */ (window).accordPlan = m.plan;
+        setState((s) => ({ ...s, ...(m.plan ? { plan: m.plan } : {}), ...(m.chat ? { chat: m.chat } : {}), live: true, error: "" }));
+      };
+      sock.onclose = () => {
+        if (stopped) return;
+        setState((s) => ({ ...s, live: false, error: s.plan ? "" : "the plan is not reachable" }));
+        const delay = Math.min(5000, 400 * 2 ** Math.min(attempts, 4)) * (0.75 + Math.random() * 0.5);
+        attempts++;
+        timer = setTimeout(dial, delay);
+      };
+    };
+    dial();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      ws?.close();
+    };
   }, [docId]);
   return state;
 }
