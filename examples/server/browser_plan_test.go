@@ -174,7 +174,7 @@ func TestBrowserPlanRewriteRelinks(t *testing.T) {
 // deleted): the card needs a review in her page until the agent reviews
 // the new paragraph with anchor_plan (W6), which links the card to it.
 // Then Ana saves the answer in the page: the agent's await_answers gets
-// it once; its connection drops before it finishes the turn, and on a new
+// it once, and the write-up lands in the reviewed paragraph; its connection drops before it finishes the turn, and on a new
 // one the same turn comes again, and after it nothing more. Chat in the
 // page shows the turn's notice once.
 func TestBrowserPlanMCPAgent(t *testing.T) {
@@ -267,6 +267,9 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 		t.Fatalf("the turn's notice shows %d times in the page", n)
 	}
 	ana.waitCard(id, "settled")
+	// The write-up writes into the passage the agent reviewed (its future
+	// scope moved with the link), and the page shows it live.
+	ana.waitFor("the write-up in the reviewed paragraph", fmt.Sprintf(`%s.includes("Decided: ") && %s.includes("Welcome aboard")`, passage(fresh), passage(fresh)))
 	ana.waitNotReloaded()
 }
 
