@@ -4,10 +4,11 @@ package main
 // person makes in the page. Every window of a document holds one feed
 // socket (GET /api/plan/socket): it gets the plan and Chat when it
 // connects and again after every change, whoever made it (a person in
-// another window, the Planner, an agent over MCP, a write-up, a rewrite). A person's edit (POST /api/plan/edit) is the host's edit_plan,
-// the same call the Planner makes in a foreground rewrite, so the plan's
-// revision guards it and its result lists the decisions whose passage it
-// broke (anchors_pending), which the page shows on their cards until the
+// another window, the Planner, an agent over MCP, a write-up, a rewrite).
+// A person's edit (POST /api/plan/edit) is the host's edit_plan, the same
+// call the Planner makes in a foreground rewrite, so the plan's revision
+// guards it and its result lists the decisions whose passage it broke
+// (anchors_pending), which the page shows on their cards until the
 // Planner re-anchors them (anchor_plan).
 
 import (
