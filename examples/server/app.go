@@ -50,6 +50,7 @@ type app struct {
 	tools   *delivery.Tools
 	planner *demoPlanner
 	plan    *planStore // plan.db: the plan and Chat (plan_store.go)
+	feed    *planFeed  // the pages' live plan and Chat (plan_edit.go)
 	// metrics holds the sync server's collectors, served at /metrics.
 	metrics *prometheus.Registry
 
@@ -59,7 +60,7 @@ type app struct {
 }
 
 func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
-	a := &app{log: log, host: memhost.New()}
+	a := &app{log: log, host: memhost.New(), feed: newPlanFeed()}
 	demo.setDefaults()
 	var err error
 	if a.research, err = newResearchHost(demo, log); err != nil {
@@ -95,6 +96,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 			if a.driver != nil {
 				a.driver.Poke(doc)
 			}
+			a.feed.notify(doc) // a decision's status changes what owes a review
 		},
 		Research:        a.research,
 		KnownMember:     a.knownMember,
@@ -117,7 +119,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 		}
 		a.driver.Poke(doc)
 	})
-	if a.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: a.srv, Document: a.host.Docs}); err != nil {
+	if a.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs}); err != nil {
 		return nil, err
 	}
 	a.planner = &demoPlanner{app: a, runs: map[string]int{}, started: map[string]bool{}}
@@ -164,41 +166,19 @@ func (a *app) routes(mux *http.ServeMux) {
 		writeJSON(w, map[string]any{"doc": demoDoc, "members": personas})
 	})
 	mux.HandleFunc("GET /api/plan", func(w http.ResponseWriter, r *http.Request) {
-		doc := docParam(r)
-		type block struct {
-			ID       string `json:"id"`
-			Kind     string `json:"kind"`
-			Text     string `json:"text,omitempty"`
-			Decision string `json:"decision,omitempty"`
-			Link     string `json:"link,omitempty"`
-		}
-		out := struct {
-			Revision string  `json:"revision"`
-			Blocks   []block `json:"blocks"`
-		}{Revision: a.host.Docs.Revision(doc), Blocks: []block{}}
-		for _, b := range a.host.Docs.Blocks(doc) {
-			kind := string(b.Kind)
-			if b.Kind == delivery.Card {
-				kind = "decision"
-			}
-			out.Blocks = append(out.Blocks, block{ID: b.ID, Kind: kind, Text: b.Text, Decision: b.Decision, Link: b.Link})
+		out, err := a.planView(r.Context(), docParam(r))
+		if err != nil {
+			refuseErr(w, a.log, err)
+			return
 		}
 		writeJSON(w, out)
 	})
 	mux.HandleFunc("GET /api/chat", func(w http.ResponseWriter, r *http.Request) {
-		type notice struct {
-			ID    string `json:"id"`
-			Text  string `json:"text"`
-			Quiet bool   `json:"quiet,omitempty"` // a failure's notice (research.go)
-		}
-		out := struct {
-			Notices []notice `json:"notices"`
-		}{Notices: []notice{}}
-		for _, n := range a.host.Chat.Notices(docParam(r)) {
-			out.Notices = append(out.Notices, notice{ID: n.ID, Text: n.Text, Quiet: n.Quiet})
-		}
-		writeJSON(w, out)
+		writeJSON(w, a.chatView(docParam(r)))
 	})
+	mux.HandleFunc("GET /api/plan/socket", a.planSocket)
+	mux.HandleFunc("POST /api/plan/edit", a.planEdit)
+	mux.HandleFunc("POST /api/demo/rewrite", a.demoRewriteRoute())
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {
 		// Starting the demo opens decisions in the plan: a write, so only
 		// a member who may write can do it, as on the sync socket.
@@ -241,6 +221,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // shutdown stops the Planner's work, then the sync server, which commits
 // everything it acknowledged.
 func (a *app) shutdown(ctx context.Context) error {
+	a.feed.close()
 	a.planner.stop()
 	a.desk.close()
 	a.stopResearch()

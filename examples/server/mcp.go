@@ -18,9 +18,8 @@ import (
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
-// withMCP serves the MCP endpoint at /mcp (and the demo's whole-document
-// rewrite, which goes through the same tools) beside hs's handler, prints
-// how to reach it, and ends blocking MCP calls when hs shuts down.
+// withMCP serves the MCP endpoint at /mcp beside hs's handler, prints how
+// to reach it, and ends blocking MCP calls when hs shuts down.
 func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Writer) error {
 	token := os.Getenv("ACCORD_MCP_TOKEN")
 	if token == "" {
@@ -43,7 +42,6 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.HandleFunc("POST /api/demo/rewrite", demoRewrite(tools, a.host.Docs))
 	mux.Handle("/", hs.Handler)
 	hs.Handler = mux
 	hs.RegisterOnShutdown(func() { h.Close() })

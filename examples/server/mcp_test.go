@@ -184,7 +184,32 @@ func getJSON(t *testing.T, u string, out any) {
 func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 	s := newTestServer(t)
 	ids := s.startDemo()
-	resp, err := http.Post(s.url("/api/demo/rewrite"), "application/json", nil)
+	// Rewriting is a write: a reader, or nobody, is refused and nothing
+	// changes.
+	var start planView
+	eventually(t, "the demo's four cards", func() (bool, string) {
+		getJSON(t, s.url("/api/plan"), &start)
+		n := 0
+		for _, b := range start.Blocks {
+			if b.Kind == "decision" {
+				n++
+			}
+		}
+		return n == 4, fmt.Sprint(n, " cards")
+	})
+	for q, want := range map[string]int{"": http.StatusUnauthorized, "?member=rita": http.StatusForbidden} {
+		resp, err := http.Post(s.url("/api/demo/rewrite"+q), "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var now planView
+		getJSON(t, s.url("/api/plan"), &now)
+		if resp.StatusCode != want || now.Revision != start.Revision {
+			t.Fatalf("rewrite%s: %s, revision %s then %s", q, resp.Status, start.Revision, now.Revision)
+		}
+	}
+	resp, err := http.Post(s.url("/api/demo/rewrite?member=ana"), "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,10 +89,13 @@ func (p *planStore) Close() error { return p.db.Close() }
 // keepPlan makes the host's plans and Chat durable in plan.db beside the
 // bbolt store's file (a store without a file keeps them in memory):
 // what was stored replaces the sample plan, and every change from now on
-// is stored before it is reported done.
+// is stored before it is reported done, then pushed to the pages
+// (plan_edit.go).
 func (a *app) keepPlan(store persist.Store) error {
 	f, ok := store.(interface{ Path() string })
 	if !ok {
+		a.host.Docs.Persist(func(doc string, _ memhost.DocState) error { a.feed.notify(doc); return nil })
+		a.host.Chat.Persist(func(doc string, _ memhost.ChatState) error { a.feed.notify(doc); return nil })
 		return nil
 	}
 	p, err := openPlanStore(filepath.Join(filepath.Dir(f.Path()), "plan.db"))
@@ -107,8 +110,21 @@ func (a *app) keepPlan(store persist.Store) error {
 		p.Close()
 		return err
 	}
-	a.host.Docs.Persist(func(doc string, st memhost.DocState) error { return p.put(plansBucket, doc, st) })
-	a.host.Chat.Persist(func(doc string, st memhost.ChatState) error { return p.put(chatsBucket, doc, st) })
+	// A change the pages hear of is stored first.
+	a.host.Docs.Persist(func(doc string, st memhost.DocState) error {
+		if err := p.put(plansBucket, doc, st); err != nil {
+			return err
+		}
+		a.feed.notify(doc)
+		return nil
+	})
+	a.host.Chat.Persist(func(doc string, st memhost.ChatState) error {
+		if err := p.put(chatsBucket, doc, st); err != nil {
+			return err
+		}
+		a.feed.notify(doc)
+		return nil
+	})
 	a.plan = p
 	return nil
 }

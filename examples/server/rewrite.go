@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/accord-crdt/accord/question/delivery"
@@ -14,7 +15,7 @@ import (
 // block. The Planner's cards stay linked (the rollout card moves to the
 // Rollout heading), the write-ups of their broken passages are dropped,
 // and other cards are reported in anchors_pending.
-func demoRewrite(tools *delivery.Tools, docs *memhost.Documents) http.HandlerFunc {
+func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		doc := docParam(r)
 		var blocks []delivery.NewBlock
@@ -29,8 +30,7 @@ func demoRewrite(tools *delivery.Tools, docs *memhost.Documents) http.HandlerFun
 		}
 		res, err := tools.UpdateDocument(r.Context(), delivery.Call{Doc: doc}, delivery.UpdateDocumentInput{Blocks: blocks})
 		if err != nil {
-			w.WriteHeader(http.StatusConflict)
-			writeJSON(w, map[string]string{"error": err.Error()})
+			refuseErr(w, log, err)
 			return
 		}
 		writeJSON(w, res)

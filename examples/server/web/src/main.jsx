@@ -10,6 +10,7 @@ import { display } from "./client.js";
 import { PageClient as Client } from "./research-client.js";
 import { CardResearch, ExpandButton, FindingsButton, usePageParam } from "./research.jsx";
 import { DecisionPage } from "./page.jsx";
+import { BlockEditor, rewriteNote, usePlanFeed } from "./plan-edit.jsx";
 
 const params = new URLSearchParams(location.search);
 
@@ -18,7 +19,9 @@ const params = new URLSearchParams(location.search);
  * @typedef {import("./client.js").Question} Question
  * @typedef {{login: string, name: string, write: boolean}} Member
  * @typedef {{doc: string, members: Member[]}} Session
- * @typedef {{id: string, kind: string, text?: string, decision?: string}} Block
+ * @typedef {import("./plan-edit.jsx").Block} Block
+ * @typedef {import("./plan-edit.jsx").Plan} Plan
+ * @typedef {import("./plan-edit.jsx").Pending} Pending
  */
 
 /** @type {Session} */
@@ -69,37 +72,6 @@ function initialMember(session) {
   return logins[0] || "ana";
 }
 
-/**
- * Polls a JSON URL, returning the latest good answer.
- * @param {string} url
- * @param {number} every ms
- */
-function usePoll(url, every) {
-  const [state, setState] = useState(/** @type {{data: any, error: string, text: string}} */ ({ data: null, error: "", text: "" }));
-  useEffect(() => {
-    let live = true;
-    /** @type {any} */
-    let timer;
-    const tick = async () => {
-      try {
-        const r = await fetch(url, { cache: "no-store" });
-        if (!r.ok) throw new Error(`HTTP ${r.status}`);
-        const text = await r.text();
-        if (live) setState((s) => (s.text === text && !s.error ? s : { data: JSON.parse(text), error: "", text }));
-      } catch (e) {
-        if (live) setState((s) => ({ ...s, error: String(e) }));
-      }
-      if (live) timer = setTimeout(tick, every);
-    };
-    tick();
-    return () => {
-      live = false;
-      clearTimeout(timer);
-    };
-  }, [url, every]);
-  return state;
-}
-
 function useCompact() {
   const forced = params.get("compact");
   const mq = matchMedia("(max-width: 760px)");
@@ -120,11 +92,22 @@ function App({ session }) {
   const [client, setClient] = useState(/** @type {Client|null} */ (null));
   const [, tick] = useReducer((/** @type {number} */ x) => x + 1, 0);
   const [pageNote, setPageNote] = useState("");
-  const [demoBusy, setDemoBusy] = useState(false);
+  const [demoBusy, setDemoBusy] = useState("");
+  const [editing, setEditing] = useState(false);
+  // The blocks this person changed in edit mode and has not saved: edit
+  // mode stays until they are saved or reverted, so no text is lost.
+  const [unsaved, setUnsaved] = useState(() => new Set());
+  const onDirty = (/** @type {string} */ id, /** @type {boolean} */ dirty) =>
+    setUnsaved((s) => {
+      if (s.has(id) === dirty) return s;
+      const n = new Set(s);
+      if (dirty) n.add(id);
+      else n.delete(id);
+      return n;
+    });
   const compact = useCompact();
   const pageId = usePageParam();
-  const plan = usePoll(`api/plan?doc=${encodeURIComponent(docId)}`, 1500);
-  const chat = usePoll(`api/chat?doc=${encodeURIComponent(docId)}`, 1500);
+  const feed = usePlanFeed(docId);
 
   useEffect(() => {
     const c = new Client({ doc: docId, member });
@@ -153,7 +136,7 @@ function App({ session }) {
   const nameOf = (/** @type {string} */ login) => names[login] || display(login);
 
   const startDemo = async () => {
-    setDemoBusy(true);
+    setDemoBusy("starting");
     setPageNote("");
     try {
       const q = new URLSearchParams({ doc: docId, member });
@@ -172,7 +155,26 @@ function App({ session }) {
     } catch (e) {
       setPageNote(`Could not start the demo: ${e instanceof Error ? e.message : e}`);
     } finally {
-      setDemoBusy(false);
+      setDemoBusy("");
+    }
+  };
+
+  // The demo's whole-document rewrite, as a workflow's update_document
+  // makes outside any Planner turn: the recovery table goes and the
+  // rollout paragraph is rewritten into a new block.
+  const rewrite = async () => {
+    setDemoBusy("rewriting");
+    setPageNote("");
+    try {
+      const q = new URLSearchParams({ doc: docId, member });
+      const r = await fetch(`api/demo/rewrite?${q}`, { method: "POST" });
+      const body = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
+      setPageNote(rewriteNote(body));
+    } catch (e) {
+      setPageNote(`Could not rewrite the document: ${e instanceof Error ? e.message : e}`);
+    } finally {
+      setDemoBusy("");
     }
   };
 
@@ -180,8 +182,10 @@ function App({ session }) {
   const conn = c ? c.conn : "connecting";
   const reader = !!c && c.welcomed && !c.write;
   const me = session.members.find((m) => m.login === member);
+  const plan = feed.plan;
   /** @type {Block[]} */
-  const blocks = plan.data?.blocks || [];
+  const blocks = plan?.blocks || [];
+  const canWrite = !!c && c.welcomed && c.write;
   const edited = c ? c.editedOpen() : [];
 
   return (
@@ -212,10 +216,41 @@ function App({ session }) {
           class="btn"
           data-testid="start-demo"
           onClick={startDemo}
-          disabled={demoBusy || !c || !c.welcomed || !c.write}
+          disabled={!!demoBusy || !canWrite}
           title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
         >
-          {demoBusy ? "Starting…" : "Start demo"}
+          {demoBusy === "starting" ? "Starting…" : "Start demo"}
+        </button>
+        <button
+          type="button"
+          class="btn"
+          data-testid="rewrite-doc"
+          onClick={rewrite}
+          disabled={!!demoBusy || !canWrite || !plan}
+          title={
+            reader
+              ? "Readers cannot rewrite the plan: ask a writer."
+              : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
+          }
+        >
+          {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
+        </button>
+        <button
+          type="button"
+          class={`btn${editing ? " outline" : ""}`}
+          data-testid="edit-plan"
+          aria-pressed={editing}
+          onClick={() => setEditing(!editing)}
+          disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
+          title={
+            reader
+              ? "Readers cannot edit the plan: ask a writer."
+              : editing && unsaved.size > 0
+                ? "Save or revert your changes first."
+                : undefined
+          }
+        >
+          {editing ? "Done editing" : "Edit plan"}
         </button>
       </header>
 
@@ -238,13 +273,20 @@ function App({ session }) {
       {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, valuesOf }} />}
       {!pageId && (
         <div class="layout">
-          <main class="plan" data-testid="plan" aria-label="Plan">
-            {plan.error && !plan.data && <p class="muted">The plan could not be loaded ({plan.error}).</p>}
-            {c && <Plan c={c} blocks={blocks} nameOf={nameOf} />}
+          <main class={`plan${editing && canWrite ? " editing" : ""}`} data-testid="plan" aria-label="Plan" data-revision={plan?.revision || ""}>
+            {feed.error && !plan && <p class="muted">The plan could not be loaded ({feed.error}).</p>}
+            {c && (
+              <Plan
+                c={c}
+                plan={plan}
+                nameOf={nameOf}
+                edit={editing && canWrite && plan ? { docId, member, canEdit: canWrite, onDirty } : null}
+              />
+            )}
           </main>
           <aside class="chat" data-testid="chat" aria-label="Chat">
             <h2>Chat</h2>
-            <Chat notices={chat.data?.notices || []} />
+            <Chat notices={feed.chat?.notices || []} />
           </aside>
         </div>
       )}
@@ -280,19 +322,29 @@ function ConnectionPill({ conn }) {
   );
 }
 
-/** @param {{c: Client, blocks: Block[], nameOf: (s: string) => string}} props */
-function Plan({ c, blocks, nameOf }) {
-  /** @type {{block: Block|null, cards: string[]}[]} */
+/**
+ * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, member: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null}} props
+ */
+function Plan({ c, plan, nameOf, edit }) {
+  const blocks = plan?.blocks || [];
+  /** @type {Map<string, Pending>} */
+  const review = new Map();
+  for (const p of plan?.pending || []) review.set(p.decision, p);
+  /** @type {Map<string, string>} */
+  const links = new Map();
+  for (const b of blocks) if (b.kind === "decision" && b.decision) links.set(b.decision, b.link || "");
+  /** @type {{block: Block|null, cards: string[], last: string}[]} */
   const rows = [];
   const placed = new Set();
   for (const b of blocks) {
     if (b.kind === "decision") {
       if (!b.decision) continue;
-      if (rows.length === 0) rows.push({ block: null, cards: [] });
+      if (rows.length === 0) rows.push({ block: null, cards: [], last: "" });
       rows[rows.length - 1].cards.push(b.decision);
+      rows[rows.length - 1].last = b.id;
       placed.add(b.decision);
     } else {
-      rows.push({ block: b, cards: [] });
+      rows.push({ block: b, cards: [], last: b.id });
     }
   }
   const others = c.order.filter((id) => !placed.has(id));
@@ -300,11 +352,26 @@ function Plan({ c, blocks, nameOf }) {
     <>
       {rows.map((row, i) => (
         <section class={`row${row.cards.length ? " has-cards" : ""}`} key={row.block?.id || `top-${i}`} data-testid={row.block ? `block-${row.block.id}` : undefined}>
-          <div class="passage">{row.block && <Passage block={row.block} />}</div>
+          <div class="passage">
+            {row.block &&
+              (edit && plan ? (
+                <BlockEditor
+                  block={row.block}
+                  after={row.last}
+                  plan={plan}
+                  docId={edit.docId}
+                  member={edit.member}
+                  canEdit={edit.canEdit}
+                  onDirty={edit.onDirty}
+                />
+              ) : (
+                <Passage block={row.block} />
+              ))}
+          </div>
           {row.cards.length > 0 && (
             <div class="cards">
               {row.cards.map((id) => (
-                <CardSlot key={id} c={c} id={id} nameOf={nameOf} />
+                <CardSlot key={id} c={c} id={id} nameOf={nameOf} review={review.get(id)} link={links.get(id)} />
               ))}
             </div>
           )}
@@ -318,7 +385,7 @@ function Plan({ c, blocks, nameOf }) {
           </div>
           <div class="cards">
             {others.map((id) => (
-              <CardSlot key={id} c={c} id={id} nameOf={nameOf} />
+              <CardSlot key={id} c={c} id={id} nameOf={nameOf} review={review.get(id)} />
             ))}
           </div>
         </section>
@@ -363,17 +430,17 @@ function Passage({ block }) {
   }
 }
 
-/** @param {{c: Client, id: string, nameOf: (s: string) => string}} props */
-function CardSlot({ c, id, nameOf }) {
+/** @param {{c: Client, id: string, nameOf: (s: string) => string, review?: Pending, link?: string}} props */
+function CardSlot({ c, id, nameOf, review, link }) {
   const d = c.decisions.get(id);
   if (!d) {
     return (
-      <article class="card pending" data-testid={`card-${id}`} data-status="loading">
+      <article class="card pending" data-testid={`card-${id}`} data-status="loading" data-link={link || ""}>
         <p class="muted">Loading decision…</p>
       </article>
     );
   }
-  return <Card c={c} d={d} nameOf={nameOf} />;
+  return <Card c={c} d={d} nameOf={nameOf} review={review} link={link} />;
 }
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -402,8 +469,8 @@ function valuesOf(d, draft, qid) {
   return { text: q?.text || "", choices: q?.choices || [], marks: q?.marks || {} };
 }
 
-/** @param {{c: Client, d: Decision, nameOf: (s: string) => string}} props */
-function Card({ c, d, nameOf }) {
+/** @param {{c: Client, d: Decision, nameOf: (s: string) => string, review?: Pending, link?: string}} props */
+function Card({ c, d, nameOf, review, link }) {
   const rec = d.record;
   const status = rec.status;
   const open = status === "open";
@@ -422,9 +489,14 @@ function Card({ c, d, nameOf }) {
   const hid = `q-${d.id}`;
 
   return (
-    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} aria-labelledby={hid}>
+    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} data-link={link || ""} aria-labelledby={hid}>
       <header class="cardhead">
         <StatusPill d={d} nameOf={nameOf} />
+        {review && status !== "discarded" && (
+          <span class="pill waiting" data-testid={`review-${d.id}`} title={`Its passage changed (${review.reason}); the Planner re-anchors it.`}>
+            Needs review
+          </span>
+        )}
         {d.edited && open && (
           <span class="edited" data-testid={`edited-${d.id}`}>
             Edited
