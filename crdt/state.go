@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/automerge/automerge-go"
 
@@ -158,6 +159,24 @@ type State struct {
 	// Drafts holds every generation's draft; Drafts[Generation] is the
 	// current one.
 	Drafts map[uint64]Draft
+}
+
+// LiveOps estimates the operations a fresh history of s holds (what a
+// Rebase leaves): one per register, item field and character, a few per
+// object. Budget.Outgrown compares a history with it.
+func (s *State) LiveOps() int {
+	n := 4
+	for _, q := range s.Questions {
+		n += 4 + 3*(len(q.Options)+len(q.Criteria))
+	}
+	n += 4 * len(s.Appended)
+	for _, d := range s.Drafts {
+		n++
+		for _, q := range d.Questions {
+			n += 3 + len(q.Marks) + len(q.Choices) + utf8.RuneCountInString(q.Text)
+		}
+	}
+	return n
 }
 
 // SameShape reports whether s and o hold the same definition side:

@@ -328,7 +328,7 @@ func (t *txn) touch(id string) {
 // with too_large (an error wrapping crdt.ErrBudget).
 func (t *txn) persistDraft(id string, before crdt.Heads) error {
 	d := t.decision(id)
-	if d.doc.Budget().NeedsRebase() {
+	if b := d.doc.Budget(); b.NeedsRebase() || b.Outgrown(d.state.LiveOps()) {
 		return t.rebase(id)
 	}
 	n, ok := t.chunks[id]
