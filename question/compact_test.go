@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 )
 
@@ -51,4 +52,94 @@ func TestChurnIsRebasedEarly(t *testing.T) {
 	if got, want := dr.Questions["q1"].Text, fmt.Sprintf("seq:%d", edits); got != want {
 		t.Fatalf("after a restart the answer reads %q, want %q", got, want)
 	}
+}
+
+// BenchmarkMemberReceivesAtHistory is the cost, for a member's replica,
+// of applying the next accepted change of a decision after 100 and after
+// 10,000 edits of churn (a mark and a counter rewritten in a written
+// answer, the peers' load), with the authority compacting the history as
+// it does: the replica follows each rebase by loading the document, as a
+// member does. Without compaction the 10,000th costs several times the
+// 100th (automerge's apply grows with the operations held); with it the
+// two stay close.
+func BenchmarkMemberReceivesAtHistory(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			f := openBoltFixture(b, b.TempDir())
+			b.Cleanup(f.close)
+			out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "w", Origin: question.FromPlanner, Definition: churnDef()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			id := out[0].Record.ID
+			writer := f.member(id)
+			reader := f.member(id)
+			// step makes one edit and returns what a member is sent: its
+			// changes, or after a rebase the whole document.
+			type sent struct{ changes, doc []byte }
+			step := func(i int) sent {
+				if err := writer.doc.SetMark("q2", []string{"a", "b"}[i%2], "c", []marks.Mark{marks.Yes, marks.No, marks.Partly}[i%3]); err != nil {
+					b.Fatal(err)
+				}
+				dr, err := writer.doc.Draft()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cur := []rune(dr.Questions["q1"].Text)
+				if err := writer.doc.SpliceText("q1", 0, len(cur), fmt.Sprint(i)); err != nil {
+					b.Fatal(err)
+				}
+				ed, err := writer.send(ana)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ed.Rebased {
+					saved, err := f.a.Save(id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return sent{doc: saved}
+				}
+				return sent{changes: ed.Changes}
+			}
+			load := func(saved []byte) {
+				d, err := crdt.Load(saved, nil, crdt.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reader.doc = d
+			}
+			for i := range n {
+				if m := step(i); m.doc != nil {
+					load(m.doc)
+				} else if _, err := reader.doc.ApplyChanges(m.changes); err != nil {
+					b.Fatal(err)
+				}
+			}
+			batches := make([]sent, 0, b.N)
+			for i := range b.N {
+				batches = append(batches, step(n+i))
+			}
+			b.ResetTimer()
+			for _, m := range batches {
+				if m.doc != nil {
+					b.StopTimer() // a rebase: the member loads the document
+					load(m.doc)
+					b.StartTimer()
+					continue
+				}
+				if _, err := reader.doc.ApplyChanges(m.changes); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(reader.doc.Budget().Ops), "ops-held")
+		})
+	}
+}
+
+func churnDef() question.Definition {
+	return question.Definition{Questions: []question.Question{
+		{ID: "q1", Text: "Counter", Response: question.Text, Options: []question.Option{}},
+		{ID: "q2", Text: "Which?", Options: []question.Option{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}, Criteria: []question.Criterion{{ID: "c", Label: "Cheap"}}},
+	}}
 }
