@@ -485,6 +485,29 @@ type objects struct {
 type objInfo struct {
 	kind objKind
 	role role
+	// draft names the question draft a draft object belongs to (roles
+	// roleQuestionDraft and below; gen alone for roleGeneration).
+	draft draftRef
+}
+
+// draftRef names one question's draft of one generation: the generation's
+// key in drafts and the question id.
+type draftRef struct{ gen, q string }
+
+// childInfo is the kind, role and draft of an object of kind made under
+// key in parent (or in the root map).
+func childInfo(parent objInfo, root bool, key []byte, kind objKind) objInfo {
+	r := childRole(parent.role, root, key)
+	in := objInfo{kind: kind, role: r}
+	switch r {
+	case roleGeneration:
+		in.draft = draftRef{gen: string(key)}
+	case roleQuestionDraft:
+		in.draft = draftRef{gen: parent.draft.gen, q: string(key)}
+	case roleMarks, roleChosen, roleText:
+		in.draft = parent.draft
+	}
+	return in
 }
 
 // batchCheck is what checkBatchObjects learned of a batch: the objects it
@@ -493,6 +516,8 @@ type objInfo struct {
 type batchCheck struct {
 	made map[opID]objInfo
 	ops  int
+	// touched lists the question drafts a draft edit's operations change.
+	touched map[draftRef]bool
 }
 
 // checkBatchObjects checks the operations of a batch of single change
@@ -525,14 +550,14 @@ func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash, edit bool) 
 	made := map[opID]objInfo{}
 	for _, op := range ops {
 		if k := madeKind(op.action); k != objNone {
-			parent := roleOther
+			var parent objInfo
 			if !op.root {
-				parent = infos[op.obj].role
+				parent = infos[op.obj]
 				if p, ok := made[op.obj]; ok {
-					parent = p.role
+					parent = p
 				}
 			}
-			made[op.id] = objInfo{kind: k, role: childRole(parent, op.root, op.key)}
+			made[op.id] = childInfo(parent, op.root, op.key, k)
 		}
 	}
 	err = checkOpKeys(ops, func(id opID) objKind {
@@ -544,12 +569,13 @@ func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash, edit bool) 
 	if err != nil {
 		return batchCheck{}, errorf(ErrMalformed, "%v", err)
 	}
+	var touched map[draftRef]bool
 	if edit {
-		if err := checkEditOps(ops, infos); err != nil {
+		if touched, err = checkEditOps(ops, infos); err != nil {
 			return batchCheck{}, err
 		}
 	}
-	return batchCheck{made: made, ops: len(ops)}, nil
+	return batchCheck{made: made, ops: len(ops), touched: touched}, nil
 }
 
 // advanceObjects moves the objects read at the revision before a change

@@ -129,6 +129,8 @@ type Doc struct {
 	// objs is the kind and role of every object, read at one revision;
 	// see checkBatchObjects.
 	objs *objects
+	// memo is the last State read, for ApplyEditState.
+	memo *stateMemo
 	// budget is what Load would count of the document as stored, kept up
 	// to date change by change (budgetKnown false until first counted);
 	// marks hold it at recent revisions, for Rollback. See Budget.
@@ -406,51 +408,95 @@ func (d *Doc) ApplyEdit(batch []byte) ([]ChangeHash, error) {
 }
 
 func (d *Doc) apply(batch []byte, edit bool) ([]ChangeHash, error) {
+	fresh, _, err := d.applyChecked(batch, edit)
+	return fresh, err
+}
+
+// applyChecked is apply, also returning what the checks learned of the
+// batch.
+func (d *Doc) applyChecked(batch []byte, edit bool) ([]ChangeHash, batchCheck, error) {
 	if len(batch) == 0 {
-		return nil, nil
+		return nil, batchCheck{}, nil
 	}
 	if len(batch) > MaxChangesBytes {
-		return nil, errorf(ErrTooLarge, "change batch of %d bytes exceeds %d", len(batch), MaxChangesBytes)
+		return nil, batchCheck{}, errorf(ErrTooLarge, "change batch of %d bytes exceeds %d", len(batch), MaxChangesBytes)
 	}
-	return d.applyRaw(batch, edit)
+	return d.applyBatch(batch, edit)
+}
+
+// ApplyEditState is ApplyEdit that also returns the document's State
+// after the edit. When the last State the document read (State, or
+// ApplyEditState) is of its current revision, it reads again only the
+// question drafts the edit's operations change, so an edit costs what it
+// changes rather than what the document holds; otherwise it reads the
+// whole State. The State returned shares unchanged parts with the one it
+// was built on: neither may be modified.
+func (d *Doc) ApplyEditState(batch []byte) ([]ChangeHash, *State, error) {
+	var prev *State
+	if m := d.memo; m != nil && m.am == d.am && slices.Equal(m.at, d.amHeads()) {
+		prev = m.st
+	}
+	current := prev != nil
+	fresh, bc, err := d.applyChecked(batch, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(fresh) == 0 && current {
+		return nil, prev, nil
+	}
+	var st *State
+	if current {
+		st, err = d.stateAfter(prev, bc.touched)
+	} else {
+		st, err = d.State()
+	}
+	if err != nil {
+		return fresh, nil, err
+	}
+	return fresh, st, nil
 }
 
 // applyRaw applies a batch of concatenated change chunks after checking
 // that every dependency is present, and that automerge then really holds
 // every change (none parked for lack of dependencies).
 func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
+	fresh, _, err := d.applyBatch(batch, edit)
+	return fresh, err
+}
+
+func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, error) {
 	chunks, err := splitChunks(batch)
 	if err != nil {
-		return nil, err
+		return nil, batchCheck{}, err
 	}
 	fresh, counts, err := d.checkChanges(chunks)
 	if err != nil {
 		if errors.Is(err, ErrMissingDeps) {
-			return nil, err
+			return nil, batchCheck{}, err
 		}
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return nil, batchCheck{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if len(fresh) == 0 {
-		return nil, nil
+		return nil, batchCheck{}, nil
 	}
 	raw := d.amHeads()
 	bc, err := d.checkBatchObjects(chunks, raw, edit)
 	if err != nil {
-		return nil, err
+		return nil, batchCheck{}, err
 	}
 	before := sortHeads(raw)
 	d.markBudget(before)
 	if err := d.am.LoadIncremental(batch); err != nil {
 		if rerr := d.Rollback(before); rerr != nil {
-			return nil, rerr
+			return nil, batchCheck{}, rerr
 		}
-		return nil, amError("apply changes", err)
+		return nil, batchCheck{}, amError("apply changes", err)
 	}
 	if !d.amHas(fresh) {
 		if err := d.Rollback(before); err != nil {
-			return nil, err
+			return nil, batchCheck{}, err
 		}
-		return nil, errorf(ErrMalformed, "changes were not applied")
+		return nil, batchCheck{}, errorf(ErrMalformed, "changes were not applied")
 	}
 	d.seqs = counts
 	if d.known != nil {
@@ -460,7 +506,7 @@ func (d *Doc) applyRaw(batch []byte, edit bool) ([]ChangeHash, error) {
 	}
 	d.advanceObjects(raw, bc.made)
 	d.addBudget(bc.ops, len(batch), len(fresh))
-	return fresh, nil
+	return fresh, bc, nil
 }
 
 // Rollback drops every change made after heads, by rebuilding d from its

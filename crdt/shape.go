@@ -68,24 +68,24 @@ func layoutOf(ops []chunkOp) map[opID]objInfo {
 		}
 	}
 	infos := make(map[opID]objInfo, len(all))
-	var resolve func(id opID, depth int) role
-	resolve = func(id opID, depth int) role {
+	var resolve func(id opID, depth int) objInfo
+	resolve = func(id opID, depth int) objInfo {
 		if i, ok := infos[id]; ok {
-			return i.role
+			return i
 		}
 		m, ok := all[id]
 		if !ok {
-			return roleOther
+			return objInfo{}
 		}
-		r := roleOther
+		in := objInfo{kind: m.kind}
 		switch {
 		case m.root:
-			r = childRole(roleOther, true, m.key)
+			in = childInfo(objInfo{}, true, m.key, m.kind)
 		case depth < 4: // draft values sit four levels below the root
-			r = childRole(resolve(m.parent, depth+1), false, m.key)
+			in = childInfo(resolve(m.parent, depth+1), false, m.key, m.kind)
 		}
-		infos[id] = objInfo{kind: m.kind, role: r}
-		return r
+		infos[id] = in
+		return in
 	}
 	for id := range all {
 		resolve(id, 0)
@@ -105,36 +105,38 @@ const (
 // an insertion, overwrite or deletion of a written answer's characters.
 // Creating an object is never an edit: the authority lays out every
 // draft.
-func checkEditOps(ops []chunkOp, infos map[opID]objInfo) error {
+func checkEditOps(ops []chunkOp, infos map[opID]objInfo) (map[draftRef]bool, error) {
+	touched := map[draftRef]bool{}
 	for _, op := range ops {
+		touched[infos[op.obj].draft] = true
 		if madeKind(op.action) != objNone {
-			return errorf(ErrShape, "an edit may not create objects")
+			return nil, errorf(ErrShape, "an edit may not create objects")
 		}
 		if op.action != actPut && op.action != actDelete {
-			return errorf(ErrShape, "operation action %d is not a value edit", op.action)
+			return nil, errorf(ErrShape, "operation action %d is not a value edit", op.action)
 		}
 		if op.root {
-			return errorf(ErrShape, "an edit may not change the document's root (%q)", op.key)
+			return nil, errorf(ErrShape, "an edit may not change the document's root (%q)", op.key)
 		}
 		switch r := infos[op.obj].role; r {
 		case roleMarks, roleChosen:
 			if op.insert {
-				return errorf(ErrShape, "an insertion into a map")
+				return nil, errorf(ErrShape, "an insertion into a map")
 			}
 		case roleText:
 		case roleQuestionDraft:
 			if string(op.key) != "choice" {
-				return errorf(ErrShape, "an edit may not %s a draft's %q", verb(op.action), op.key)
+				return nil, errorf(ErrShape, "an edit may not %s a draft's %q", verb(op.action), op.key)
 			}
 		case roleGeneration:
-			return errorf(ErrShape, "an edit may not %s a question's draft (%q)", verb(op.action), op.key)
+			return nil, errorf(ErrShape, "an edit may not %s a question's draft (%q)", verb(op.action), op.key)
 		case roleDrafts:
-			return errorf(ErrShape, "an edit may not %s a generation's draft (%q)", verb(op.action), op.key)
+			return nil, errorf(ErrShape, "an edit may not %s a generation's draft (%q)", verb(op.action), op.key)
 		default:
-			return errorf(ErrShape, "an edit may not change the definition (object %s)", fmt.Sprint(op.obj.ctr))
+			return nil, errorf(ErrShape, "an edit may not change the definition (object %s)", fmt.Sprint(op.obj.ctr))
 		}
 	}
-	return nil
+	return touched, nil
 }
 
 func verb(action uint64) string {

@@ -3,6 +3,7 @@ package crdt
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,6 +162,14 @@ type State struct {
 	Drafts map[uint64]Draft
 }
 
+// stateMemo is the last State a Doc read or built, at the automerge
+// document and heads it was read at: what ApplyEditState builds on.
+type stateMemo struct {
+	am *automerge.Doc
+	at []ChangeHash
+	st *State
+}
+
 // LiveOps estimates the operations a fresh history of s holds (what a
 // Rebase leaves): one per register, item field and character, a few per
 // object. Budget.Outgrown compares a history with it.
@@ -290,6 +299,47 @@ func (d *Doc) State() (st *State, err error) {
 			return nil, malformed("drafts", fmt.Sprintf("no draft for current generation %d", st.Generation))
 		}
 	}
+	d.memo = &stateMemo{am: d.am, at: d.amHeads(), st: st}
+	return st, nil
+}
+
+// stateAfter is prev with the question drafts of touched read again, at
+// the document's current heads: what State would return after a draft
+// edit that changed only those (ApplyEditState). A draft edit changes no
+// shape, and its operations name the drafts they change.
+func (d *Doc) stateAfter(prev *State, touched map[draftRef]bool) (st *State, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, errorf(ErrMalformed, "unreadable value: %v", r)
+		}
+	}()
+	st = &State{Generation: prev.Generation, Questions: prev.Questions, Appended: prev.Appended,
+		Drafts: maps.Clone(prev.Drafts)}
+	copied := map[uint64]bool{}
+	for ref := range touched {
+		g, err := strconv.ParseUint(ref.gen, 10, 64)
+		p := "drafts/" + ref.gen + "/" + ref.q
+		dr, ok := st.Drafts[g]
+		shape := st.Questions[ref.q]
+		if err != nil || !ok || shape == nil {
+			return nil, malformed(p, "an edit of a draft the document does not hold")
+		}
+		v, err := d.am.Path("drafts", ref.gen, ref.q).Get()
+		if err != nil {
+			return nil, amError("read "+p, err)
+		}
+		qd, err := readQuestionDraft(p, v, shape)
+		if err != nil {
+			return nil, err
+		}
+		if !copied[g] {
+			dr.Questions = maps.Clone(dr.Questions)
+			copied[g] = true
+		}
+		dr.Questions[ref.q] = qd
+		st.Drafts[g] = dr
+	}
+	d.memo = &stateMemo{am: d.am, at: d.amHeads(), st: st}
 	return st, nil
 }
 
