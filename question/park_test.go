@@ -566,9 +566,14 @@ func TestParkDamagedBytes(t *testing.T) {
 		f    func(*persist.StoredDraft)
 	}{
 		{"truncated", func(s *persist.StoredDraft) { s.Snapshot = s.Snapshot[:len(s.Snapshot)/2] }},
-		{"flipped", func(s *persist.StoredDraft) { s.Snapshot = slices.Clone(s.Snapshot); s.Snapshot[len(s.Snapshot)-3] ^= 0xff }},
+		{"flipped", func(s *persist.StoredDraft) {
+			s.Snapshot = slices.Clone(s.Snapshot)
+			s.Snapshot[len(s.Snapshot)-3] ^= 0xff
+		}},
 		{"garbage", func(s *persist.StoredDraft) { s.Snapshot = []byte("not automerge") }},
-		{"chunk", func(s *persist.StoredDraft) { s.Chunks = append(slices.Clip(s.Chunks), []byte{0x85, 0x6f, 0x4a, 0x83, 1, 2}) }},
+		{"chunk", func(s *persist.StoredDraft) {
+			s.Chunks = append(slices.Clip(s.Chunks), []byte{0x85, 0x6f, 0x4a, 0x83, 1, 2})
+		}},
 		{"other heads", func(s *persist.StoredDraft) { s.Snapshot, s.Chunks = nil, nil }},
 	}
 	wakers := []struct {
@@ -578,7 +583,10 @@ func TestParkDamagedBytes(t *testing.T) {
 		{"save", func(a *Authority, id string, _ crdt.Heads) error { _, err := a.Save(id); return err }},
 		{"since", func(a *Authority, id string, old crdt.Heads) error { _, err := a.ChangesSince(id, old); return err }},
 		{"session", func(a *Authority, id string, _ crdt.Heads) error { _, err := a.NewSession(id); return err }},
-		{"edit", func(a *Authority, id string, _ crdt.Heads) error { _, err := a.Edit(parkCtx, parkAna, id, nil); return err }},
+		{"edit", func(a *Authority, id string, _ crdt.Heads) error {
+			_, err := a.Edit(parkCtx, parkAna, id, nil)
+			return err
+		}},
 		{"append", func(a *Authority, id string, _ crdt.Heads) error {
 			_, err := a.AppendOption(parkCtx, parkAna, AppendRequest{ID: id, Question: "q1", Key: "x", Label: "X"})
 			return err
