@@ -170,6 +170,12 @@ func (a *Authority) damage(rec *Record, err error) {
 	}
 }
 
+// Live reports how many decisions have a live document, and how many of
+// them sync sessions pin.
+func (a *Authority) Live() (live, pinned int) {
+	return len(a.live), len(a.pins)
+}
+
 // pin keeps a decision's document live for a sync session.
 func (a *Authority) pin(id string, s *crdt.Session) {
 	a.sessions[s] = id
