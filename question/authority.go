@@ -84,8 +84,9 @@ type Authority struct {
 	resolving map[string]int
 	// live holds the decisions whose documents are in memory; tick orders
 	// their use (park.go).
-	live map[string]*decision
-	tick uint64
+	live    map[string]*decision
+	tick    uint64
+	dropped int // documents made or dropped since the last collection (park.go)
 	// sessions maps each sync session NewSession started to its decision,
 	// and pins counts them per decision: a pinned document is never parked.
 	sessions map[*crdt.Session]string
@@ -521,6 +522,7 @@ func (t *txn) commit(ctx context.Context) error {
 		t.a.decisions[p.Decision].keep(p)
 	}
 	for _, id := range created {
+		t.a.churn()
 		t.a.live[id] = t.created[id]
 		t.a.tick++
 		t.created[id].used = t.a.tick

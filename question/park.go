@@ -2,9 +2,12 @@ package question
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 )
 
@@ -86,6 +89,7 @@ func (a *Authority) wake(d *decision) error {
 		a.damage(d.rec, &persist.CorruptError{Bucket: "docs/" + a.opts.Doc + "/drafts", Key: d.rec.ID, Err: err})
 		return err
 	}
+	a.churn()
 	d.doc, d.parked = doc, parked{}
 	a.live[d.rec.ID] = d
 	return nil
@@ -109,9 +113,40 @@ func (a *Authority) park(d *decision) {
 		return
 	}
 	d.parked = parked{heads: d.doc.Heads(), carry: d.doc.Carry()}
+	d.state = compactState(d.state)
 	d.doc = nil
 	delete(a.live, d.rec.ID)
+	a.churn()
 }
+
+// churn counts an automerge document made (created or woken) or dropped
+// (parked), and runs a garbage collection every collectAfter of them.
+//
+// A dropped document's automerge memory (tens of KB of Rust heap for a
+// small decision, and as much again for the checks of each load) is freed
+// by finalizers, which only a collection runs, and Go paces its
+// collections by the Go heap alone, which this churn barely moves: left
+// alone, the documents of a whole join or restart wait for one, and the C
+// allocator keeps that peak resident for good. A collection every 128
+// documents bounds it to a few MB, for one collection per 64 wakes.
+func (a *Authority) churn() {
+	if a.dropped++; a.dropped >= collectAfter {
+		a.dropped = 0
+		runtime.GC()
+	}
+}
+
+const collectAfter = 128
+
+// collectAfterParks is how many documents the authority parks between
+// garbage collections it runs itself. A dropped document's automerge
+// memory (tens of KB of Rust heap for a small decision) is freed by
+// finalizers, which only a collection runs, and Go paces its collections
+// by the Go heap alone, which a parked document barely moves: left alone,
+// thousands of dropped documents wait for one, and the C allocator keeps
+// their peak resident for good. One collection per 256 parks bounds that
+// garbage to a few MB for about a millisecond per 256 wakes.
+const collectAfterParks = 256
 
 // trim parks least recently used documents until room more fit under the
 // cap. Documents pinned by a sync session, or changed by the transaction
@@ -195,4 +230,83 @@ func (a *Authority) ReleaseSession(s *crdt.Session) {
 		delete(a.pins, id)
 	}
 	a.trim(0)
+}
+
+// A dropped document's automerge memory is freed by the finalizer of one
+// small Go object that automerge-go allocates with it. That object holds
+// no Go pointer, so Go's allocator packs it into a 16-byte block shared
+// with other small pointer-free objects, and a finalizer does not run
+// while anything else in its block is reachable. A parked decision keeps
+// short strings read out of its document (ids, marks, choices) that were
+// allocated amid those objects: one in the same block would keep a whole
+// dropped document alive for as long as the decision. So park copies the
+// state it keeps into one buffer of its own (arena), which shares no
+// block with anything.
+
+// arena holds copies of strings in buffers of at least arenaChunk bytes,
+// which Go never packs with other objects.
+type arena struct{ buf []byte }
+
+const arenaChunk = 512
+
+func (r *arena) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	if cap(r.buf)-len(r.buf) < len(s) {
+		r.buf = make([]byte, 0, max(arenaChunk, len(s)))
+	}
+	start := len(r.buf)
+	r.buf = append(r.buf, s...)
+	// The bytes are never written again: append only writes past them.
+	return unsafe.String(&r.buf[start], len(s))
+}
+
+func (r *arena) items(in []crdt.Item) []crdt.Item {
+	if in == nil {
+		return nil
+	}
+	out := make([]crdt.Item, len(in))
+	for i, it := range in {
+		out[i] = crdt.Item{ID: r.str(it.ID), Label: r.str(it.Label)}
+	}
+	return out
+}
+
+// compactState returns a deep copy of st whose strings live in one arena.
+func compactState(st *crdt.State) *crdt.State {
+	var r arena
+	out := &crdt.State{Generation: st.Generation,
+		Questions: make(map[string]*crdt.QuestionState, len(st.Questions)),
+		Appended:  make(map[string]crdt.Appended, len(st.Appended)),
+		Drafts:    make(map[uint64]crdt.Draft, len(st.Drafts)),
+	}
+	for id, q := range st.Questions {
+		out.Questions[r.str(id)] = &crdt.QuestionState{Written: q.Written, Multiple: q.Multiple,
+			Options: r.items(q.Options), Criteria: r.items(q.Criteria)}
+	}
+	for k, ap := range st.Appended {
+		out.Appended[r.str(k)] = crdt.Appended{Kind: r.str(ap.Kind), Question: r.str(ap.Question), ID: r.str(ap.ID)}
+	}
+	for g, dr := range st.Drafts {
+		nd := crdt.Draft{Generation: dr.Generation, Questions: make(map[string]crdt.QuestionDraft, len(dr.Questions))}
+		for id, qd := range dr.Questions {
+			c := crdt.QuestionDraft{Text: r.str(qd.Text)}
+			if qd.Choices != nil {
+				c.Choices = make([]string, len(qd.Choices))
+				for i, ch := range qd.Choices {
+					c.Choices[i] = r.str(ch)
+				}
+			}
+			if qd.Marks != nil {
+				c.Marks = make(map[string]marks.Mark, len(qd.Marks))
+				for k, m := range qd.Marks {
+					c.Marks[r.str(k)] = marks.Mark(r.str(string(m)))
+				}
+			}
+			nd.Questions[r.str(id)] = c
+		}
+		out.Drafts[g] = nd
+	}
+	return out
 }
