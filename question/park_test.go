@@ -716,3 +716,24 @@ func TestParkRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactStateIsEqual: the copy of a state a parked decision keeps
+// reads the same as the state it copies.
+func TestCompactStateIsEqual(t *testing.T) {
+	a, _ := parkFixture(t, -1)
+	ids := createN(t, a, 1)
+	editChoice(t, a, ids[0], "b")
+	if _, err := a.AppendCriterion(parkCtx, parkAna, AppendRequest{ID: ids[0], Question: "q1", Key: "k", Label: "Fast"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Create(parkCtx, parkAna, []CreateRequest{{Key: "w", Definition: Definition{Questions: []Question{{Text: "Why?", Response: Text, Options: []Option{}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append(ids, out[0].Record.ID) {
+		st := a.decisions[id].state
+		if c := compactState(st); !c.Equal(st) {
+			t.Fatalf("decision %s: compacted state differs", id)
+		}
+	}
+}
