@@ -737,3 +737,60 @@ func TestCompactStateIsEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestParkRebasedDecision: a decision whose document was rebased wakes
+// with its rebase mark and its running budget (BaseOps included, which a
+// load alone forgets), so catch-ups from old heads are still refused as
+// stale and the next rebase comes when it would have.
+func TestParkRebasedDecision(t *testing.T) {
+	a, _ := parkFixture(t, 1)
+	out, err := a.Create(parkCtx, parkAna, []CreateRequest{
+		{Key: "w", Definition: Definition{Questions: []Question{{Text: "Why?", Response: Text, Options: []Option{}}}}},
+		{Key: "other", Definition: Definition{Questions: []Question{{Text: "Why not?", Response: Text, Options: []Option{}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, other := out[0].Record.ID, out[1].Record.ID
+	_, old, _ := a.Draft(id)
+	for i := 0; ; i++ {
+		saved, _ := a.Save(id)
+		m, err := crdt.Load(saved, nil, crdt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m.Heads()
+		if err := m.SetText("q1", string(rune('a'+i))+fmt.Sprintf("%099000d", i)); err != nil {
+			t.Fatal(err)
+		}
+		ch, _ := m.ChangesSince(h)
+		ed, err := a.Edit(parkCtx, parkAna, id, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ed.Rebased {
+			break
+		}
+		if i > 12 {
+			t.Fatal("no rebase after 12 replacements")
+		}
+	}
+	live := a.decisions[id].doc
+	want, wantHeads := live.Budget(), live.Heads()
+	if !live.Rebased() || want.BaseOps == 0 {
+		t.Fatalf("rebased %v, budget %+v", live.Rebased(), want)
+	}
+	if _, err := a.Save(other); err != nil { // parks the rebased one
+		t.Fatal(err)
+	}
+	if a.decisions[id].doc != nil {
+		t.Fatal("the rebased decision is still live")
+	}
+	if _, err := a.ChangesSince(id, old); ReasonOf(err) != Stale {
+		t.Fatalf("changes since the old history after a wake = %v, want stale", err)
+	}
+	d := a.decisions[id]
+	if got := d.doc.Budget(); got != want || !d.doc.Rebased() || !d.doc.Heads().Equal(wantHeads) {
+		t.Fatalf("woke with budget %+v (rebased %v), want %+v", got, d.doc.Rebased(), want)
+	}
+}
