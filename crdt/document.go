@@ -105,6 +105,9 @@ type Options struct {
 	Actor ActorID
 	// Now stamps commits; nil uses time.Now.
 	Now func() time.Time
+	// Carry, for Load, is what a document dropped earlier knew of itself
+	// beyond its bytes (Doc.Carry); the zero value carries nothing.
+	Carry Carried
 }
 
 // Doc is one decision's CRDT document: its questions' appended options and
@@ -249,6 +252,10 @@ func Load(snapshot []byte, chunks [][]byte, opts Options) (*Doc, error) {
 	}
 	d.budget.Ops, d.budget.Bytes = ops, n
 	d.budgetKnown = true
+	if c := opts.Carry; c.set {
+		d.budget, d.budgetKnown = c.budget, c.budgetKnown
+		d.rebased = d.rebased || c.rebased
+	}
 	return d, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,14 @@ type Options struct {
 	// accumulates before its CRDT document is compacted into one snapshot.
 	// Zero means 64.
 	CompactAfter int
+	// LiveDecisions is how many decisions keep a live automerge document
+	// in memory; the least recently used others are parked, keeping only
+	// their stored bytes, and woken transparently by whatever needs the
+	// document (see park.go). Documents pinned by sync sessions
+	// (NewSession) and those the running command changes are never parked,
+	// so more may be live for a while. Zero means DefaultLiveDecisions;
+	// negative means no limit.
+	LiveDecisions int
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// Durable is for drivers whose Store only collects Writes and commits
@@ -73,13 +82,31 @@ type Authority struct {
 	// collects Writes (Options.Durable) and not yet durable: appends are
 	// then refused as resolving rather than resolved.
 	resolving map[string]int
+	// live holds the decisions whose documents are in memory; tick orders
+	// their use (park.go).
+	live    map[string]*decision
+	tick    uint64
+	dropped int // documents made or dropped since the last collection (park.go)
+	// sessions maps each sync session NewSession started to its decision,
+	// and pins counts them per decision: a pinned document is never parked.
+	sessions map[*crdt.Session]string
+	pins     map[string]int
+	// open is the transaction in progress (or the last one), whose changed
+	// documents are never parked.
+	open *txn
 }
 
 type decision struct {
-	rec    *Record
+	rec *Record
+	// doc is the live document, nil while parked; parked then holds its
+	// heads and carried budget.
 	doc    *crdt.Doc
+	parked parked
 	state  *crdt.State // materialised doc, refreshed after each change
-	chunks int         // incremental chunks stored since the last snapshot
+	// stored is the draft as the store holds it: the snapshot and the
+	// incremental chunks since, which a wake loads.
+	stored persist.StoredDraft
+	used   uint64 // the authority's tick when last used
 }
 
 // NewAuthority loads a document's decisions from the store.
@@ -101,6 +128,9 @@ func NewAuthority(ctx context.Context, opts Options) (*Authority, error) {
 	}
 	if opts.CompactAfter <= 0 {
 		opts.CompactAfter = 64
+	}
+	if opts.LiveDecisions == 0 {
+		opts.LiveDecisions = DefaultLiveDecisions
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -130,6 +160,8 @@ func (a *Authority) load(ctx context.Context) error {
 	a.order = nil
 	a.damaged = map[string]*DamagedError{}
 	a.damagedKeys = map[string]string{}
+	// Every session pointed into the documents dropped here.
+	a.live, a.sessions, a.pins, a.open = map[string]*decision{}, map[*crdt.Session]string{}, map[string]int{}, nil
 	answers, badRows := a.readableAnswers(sd.Answers)
 	for id, raw := range sd.Records {
 		d, key, needsMarks, err := a.loadDecision(id, raw, sd)
@@ -143,13 +175,19 @@ func (a *Authority) load(ctx context.Context) error {
 		if needsMarks != nil {
 			// Drafts stored before criteria existed gain an empty marks map.
 			chunk, err := d.doc.ChangesSince(needsMarks)
+			put := persist.DraftPut{Decision: id, Chunk: chunk}
 			if err == nil {
-				err = a.opts.Store.Commit(ctx, a.opts.Doc, &persist.Write{Drafts: []persist.DraftPut{{Decision: id, Chunk: chunk}}})
+				err = a.opts.Store.Commit(ctx, a.opts.Doc, &persist.Write{Drafts: []persist.DraftPut{put}})
 			}
 			if err != nil {
 				return fmt.Errorf("question: restore marks of %q: %w", id, err)
 			}
-			d.chunks++
+			d.keep(put)
+		}
+		// Loaded, checked and read: nobody is editing it yet.
+		a.live[id] = d
+		if a.opts.LiveDecisions >= 0 {
+			a.park(d)
 		}
 		a.decisions[id] = d
 		a.byKey[d.rec.Key] = id
@@ -161,18 +199,20 @@ func (a *Authority) load(ctx context.Context) error {
 			a.opts.Logger.Error("question: answer row cannot be read; left out", "doc", a.opts.Doc, "decision", id, "err", err)
 		}
 	}
-	slices.SortFunc(a.order, func(x, y string) int {
-		rx, ry := a.decisions[x].rec, a.decisions[y].rec
-		if c := rx.CreatedAt.Compare(ry.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(x, y)
-	})
+	slices.SortFunc(a.order, func(x, y string) int { return byCreation(a.decisions[x], a.decisions[y]) })
 	if err := a.loadAnswers(answers); err != nil {
 		return err
 	}
 	a.broken = false
 	return nil
+}
+
+// byCreation orders decisions by creation time, then id.
+func byCreation(x, y *decision) int {
+	if c := x.rec.CreatedAt.Compare(y.rec.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(x.rec.ID, y.rec.ID)
 }
 
 // Reload drops the in-memory state and reads the document again from the
@@ -214,15 +254,15 @@ func (a *Authority) Draft(id string) (crdt.Draft, crdt.Heads, error) {
 	if !ok {
 		return crdt.Draft{}, nil, a.missing(id)
 	}
-	return d.state.Drafts[d.state.Generation], d.doc.Heads(), nil
+	return d.state.Drafts[d.state.Generation], d.heads(), nil
 }
 
 // Save returns a decision's whole accepted CRDT document, for a replica to
 // load.
 func (a *Authority) Save(id string) ([]byte, error) {
-	d, ok := a.decisions[id]
-	if !ok {
-		return nil, a.missing(id)
+	d, r := a.use(id)
+	if r != nil {
+		return nil, r
 	}
 	return d.doc.Save(), nil
 }
@@ -230,9 +270,9 @@ func (a *Authority) Save(id string) ([]byte, error) {
 // ChangesSince returns the accepted changes of a decision after heads, for
 // a replica that holds heads to catch up.
 func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
-	d, ok := a.decisions[id]
-	if !ok {
-		return nil, a.missing(id)
+	d, r := a.use(id)
+	if r != nil {
+		return nil, r
 	}
 	if !d.doc.Has(heads) && d.doc.Rebased() {
 		return nil, &Refusal{Reason: Stale, Reset: true, Err: crdt.ErrMissingDeps,
@@ -245,12 +285,19 @@ func (a *Authority) ChangesSince(id string, heads crdt.Heads) ([]byte, error) {
 // document. Changes the peer sends must go through Edit, never straight to
 // the session; an edit session refuses any that would change the
 // document's shape all the same.
+//
+// The session points into the decision's live document, so it pins the
+// document in memory (it is never parked) until ReleaseSession; the
+// caller releases every session it no longer uses. Reload ends every
+// session: their documents are dropped.
 func (a *Authority) NewSession(id string) (*crdt.Session, error) {
-	d, ok := a.decisions[id]
-	if !ok {
-		return nil, a.missing(id)
+	d, r := a.use(id)
+	if r != nil {
+		return nil, r
 	}
-	return d.doc.NewEditSession(), nil
+	s := d.doc.NewEditSession()
+	a.pin(id, s)
+	return s, nil
 }
 
 // txn gathers one command's effects: the records it changes (as copies),
@@ -283,9 +330,10 @@ func (a *Authority) begin(ctx context.Context) (*txn, error) {
 			return nil, &Refusal{Reason: Unavailable, Message: "storage is unavailable", Err: err}
 		}
 	}
-	return &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
+	a.open = &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
 		touched: map[string]crdt.Heads{}, chunks: map[string]int{}, states: map[string]*crdt.State{},
-		lastChunk: map[string][]byte{}, rebased: map[string]*crdt.Doc{}}, nil
+		lastChunk: map[string][]byte{}, rebased: map[string]*crdt.Doc{}}
+	return a.open, nil
 }
 
 // record returns the copy of a record this transaction changes.
@@ -310,6 +358,8 @@ func (t *txn) decision(id string) *decision {
 }
 
 // touch remembers a document's heads before this transaction changes it.
+// The document is live (the command woke it) and stays so until the
+// transaction ends.
 func (t *txn) touch(id string) {
 	if _, ok := t.touched[id]; ok {
 		return
@@ -333,7 +383,7 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 	}
 	n, ok := t.chunks[id]
 	if !ok {
-		n = d.chunks
+		n = len(d.stored.Chunks)
 	}
 	if _, fresh := t.created[id]; fresh || n+1 >= t.a.opts.CompactAfter {
 		snap, err := d.doc.Snapshot()
@@ -401,6 +451,7 @@ func draftRefusal(err error) *Refusal {
 
 // abort undoes in-memory document changes of a refused command.
 func (t *txn) abort() {
+	defer t.end()
 	t.abortAnswers()
 	for id, heads := range t.touched {
 		d := t.a.decisions[id]
@@ -442,7 +493,11 @@ func (t *txn) commit(ctx context.Context) error {
 	for id, nd := range t.rebased {
 		t.decision(id).doc = nd
 	}
-	for id, d := range t.created {
+	// A batch's decisions share their creation time: they take the order
+	// a load gives them (byCreation), not the map's.
+	created := slices.SortedFunc(maps.Keys(t.created), func(x, y string) int { return byCreation(t.created[x], t.created[y]) })
+	for _, id := range created {
+		d := t.created[id]
 		t.a.decisions[id] = d
 		t.a.byKey[d.rec.Key] = id
 		t.a.order = append(t.a.order, id)
@@ -463,8 +518,14 @@ func (t *txn) commit(ctx context.Context) error {
 		}
 		d.state = st
 	}
-	for id, n := range t.chunks {
-		t.a.decisions[id].chunks = n
+	for _, p := range t.write.Drafts {
+		t.a.decisions[p.Decision].keep(p)
+	}
+	for _, id := range created {
+		t.a.churn()
+		t.a.live[id] = t.created[id]
+		t.a.tick++
+		t.created[id].used = t.a.tick
 	}
 	if t.a.opts.Durable != nil && len(t.settled) > 0 {
 		settled := t.settled
@@ -480,7 +541,17 @@ func (t *txn) commit(ctx context.Context) error {
 		})
 	}
 	t.applyAnswers()
+	t.end()
 	return nil
+}
+
+// end closes the transaction: its documents may be parked again, down to
+// the cap.
+func (t *txn) end() {
+	if t.a.open == t {
+		t.a.open = nil
+	}
+	t.a.trim(0)
 }
 
 func (t *txn) fail(r *Refusal) error {

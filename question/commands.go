@@ -164,7 +164,9 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if err != nil {
 		return Edited{}, err
 	}
-	d = a.decisions[id]
+	if d, r = a.use(id); r != nil {
+		return Edited{}, t.fail(r)
+	}
 	before := d.doc.Heads()
 	t.touch(id)
 	fresh, err := d.doc.ApplyEdit(changes)
@@ -172,6 +174,7 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 		return Edited{}, t.fail(applyRefusal(d.doc, err))
 	}
 	if len(fresh) == 0 {
+		t.end()
 		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
 	}
 	st, r := a.checkEdit(d)
@@ -196,7 +199,7 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if rebased {
 		newChanges = nil
 	}
-	return Edited{Heads: d.doc.Heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation], Rebased: rebased}, nil
+	return Edited{Heads: d.heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation], Rebased: rebased}, nil
 }
 
 // applyRefusal is the refusal of a batch crdt.Doc.ApplyEdit refused.

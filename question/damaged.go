@@ -3,6 +3,7 @@ package question
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/persist"
@@ -85,17 +86,7 @@ func (a *Authority) loadDecision(id string, raw []byte, sd *persist.StoredDocume
 	if !ok {
 		return nil, rec.Key, nil, &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: fmt.Errorf("no draft for record")}
 	}
-	// crdt.Load refuses damaged bytes with an error, but it wraps a C
-	// library: a panic below it must cost this decision, not the host.
-	var doc *crdt.Doc
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("crdt: load panicked: %v", p)
-			}
-		}()
-		doc, err = crdt.Load(draft.Snapshot, draft.Chunks, crdt.Options{Actor: a.actor, Now: a.opts.Now})
-	}()
+	doc, err := a.loadStored(draft, crdt.Carried{})
 	if err != nil {
 		return nil, rec.Key, nil, &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
 	}
@@ -111,7 +102,8 @@ func (a *Authority) loadDecision(id string, raw []byte, sd *persist.StoredDocume
 	if err != nil {
 		return nil, rec.Key, nil, &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
 	}
-	return &decision{rec: &rec, doc: doc, state: st, chunks: len(draft.Chunks)}, rec.Key, needsMarks, nil
+	draft.Chunks = slices.Clip(draft.Chunks)
+	return &decision{rec: &rec, doc: doc, state: st, stored: draft}, rec.Key, needsMarks, nil
 }
 
 // readableAnswers returns the decision_answers rows that loadAnswers

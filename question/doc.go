@@ -75,4 +75,10 @@
 // answers and projections on every run. Draft documents get a fresh CRDT
 // actor id each time an Authority loads, which keeps the authority's
 // changes unique across restarts.
+//
+// Only the Options.LiveDecisions most recently used decisions (64 by
+// default) keep a live automerge document; the others are parked with
+// their stored bytes, their checked state and heads, and are woken,
+// exactly as they were, by whatever needs the document. A sync session
+// (NewSession) pins its decision's document until ReleaseSession.
 package question

@@ -79,7 +79,11 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 		return refuse(Resolved, "the decision was discarded")
 	}
 	draft := d.state.Drafts[d.state.Generation]
-	if !req.Heads.Equal(d.doc.Heads()) {
+	if !req.Heads.Equal(d.heads()) {
+		// Only an older revision needs the document itself.
+		if err := a.wake(d); err != nil {
+			return a.missing(req.ID)
+		}
 		if !d.doc.Has(req.Heads) {
 			return refuse(Stale, "your draft has edits the server has not accepted; wait for them to sync, then save again")
 		}
@@ -136,7 +140,9 @@ func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, 
 	if err != nil {
 		return Record{}, err
 	}
-	d = a.decisions[id]
+	if d, r = a.use(id); r != nil {
+		return Record{}, t.fail(r)
+	}
 	rec := t.record(id)
 	before := d.doc.Heads()
 	t.touch(id)
@@ -284,7 +290,9 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 	if err != nil {
 		return AppendResult{}, err
 	}
-	d = a.decisions[req.ID]
+	if d, r = a.use(req.ID); r != nil {
+		return AppendResult{}, t.fail(r)
+	}
 	rec := t.record(req.ID)
 	item := Option{ID: a.opts.NewID(), Label: label}
 	before := d.doc.Heads()

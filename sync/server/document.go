@@ -76,8 +76,8 @@ type document struct {
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
 	// sessions holds each connection's automerge sync sessions, by
-	// decision; they point into the authority's documents, so a reload
-	// drops them all.
+	// decision; they point into the authority's documents (pinning them
+	// until the connection leaves), so a reload drops them all.
 	sessions map[*conn]map[string]*crdt.Session
 }
 
@@ -746,6 +746,9 @@ func (d *document) handle(ctx context.Context, o op) {
 	if o.leave {
 		delete(d.conns, o.c)
 		delete(d.joining, o.c)
+		for _, sess := range d.sessions[o.c] {
+			d.auth.ReleaseSession(sess) // unpins the decision's document
+		}
 		delete(d.sessions, o.c)
 		return
 	}

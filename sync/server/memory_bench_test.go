@@ -9,24 +9,53 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/accord-crdt/accord/internal/cmem"
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// rss returns the process's resident set, after a GC that hands freed
-// memory back, so deltas include automerge's Rust heap.
-func rss(tb testing.TB) int64 {
-	runtime.GC()
+// rss returns the process's resident set (VmRSS) and its anonymous part
+// (RssAnon: without the pages of the bbolt file it maps), after
+// collections that run the finalizers freeing dropped automerge documents
+// (the first only queues them) and hand freed memory back, so deltas
+// include automerge's Rust heap, which Go's statistics do not see.
+func rss(tb testing.TB) (all, anon int64) {
+	for range 3 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond) // finalizers run on their own goroutine
+	}
 	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/statm")
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			all = kb << 10
+		case "RssAnon:":
+			anon = kb << 10
+		}
+	}
+	if all == 0 || anon == 0 {
+		tb.Fatal("no VmRSS or RssAnon in /proc/self/status")
+	}
+	return all, anon
+}
+
+// heapInuse returns the Go heap in use (read after rss collected).
+func heapInuse() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
 }
 
 // BenchmarkOpenDocumentMemory: what the server holds for an open document
@@ -35,12 +64,19 @@ func rss(tb testing.TB) int64 {
 func BenchmarkOpenDocumentMemory(b *testing.B) {
 	for b.Loop() {
 		ts := startWith(b, setup{})
-		before := rss(b)
+		before, anonBefore := rss(b)
+		heapBefore := heapInuse()
+		cBefore, _ := cmem.Stats()
 		ids := bigDocument(b, ts.srv, "mem", 2000)
 		j, _ := rawJoin(b, ts, "mem", ids, nil)
 		j.ws.Close()
-		perDecision := float64(rss(b)-before) / 2000
-		beforeConns := rss(b)
+		after, anonAfter := rss(b)
+		perDecision := float64(after-before) / 2000
+		anonPerDecision := float64(anonAfter-anonBefore) / 2000
+		heapPerDecision := float64(heapInuse()-heapBefore) / 2000
+		cAfter, _ := cmem.Stats()
+		cPerDecision := float64(cAfter-cBefore) / 2000
+		beforeConns, _ := rss(b)
 		var conns []*websocket.Conn
 		hello, _ := wire.Encode(&wire.Hello{Header: wire.Header{Kind: wire.KindHello}, V: wire.Version}, wire.Binary)
 		for i := range 200 {
@@ -52,11 +88,15 @@ func BenchmarkOpenDocumentMemory(b *testing.B) {
 			ws.ReadMessage() // the welcome
 			conns = append(conns, ws)
 		}
-		perConn := float64(rss(b)-beforeConns) / 200
+		afterConns, _ := rss(b)
+		perConn := float64(afterConns-beforeConns) / 200
 		for _, ws := range conns {
 			ws.Close()
 		}
 		b.ReportMetric(perDecision/1024, "KB/decision")
+		b.ReportMetric(anonPerDecision/1024, "anonKB/decision")
+		b.ReportMetric(heapPerDecision/1024, "heapKB/decision")
+		b.ReportMetric(cPerDecision/1024, "cKB/decision")
 		b.ReportMetric(perConn/1024, "KB/conn-both-ends")
 		ts.stop()
 	}
