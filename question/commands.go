@@ -169,16 +169,20 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	}
 	before := d.doc.Heads()
 	t.touch(id)
-	fresh, err := d.doc.ApplyEdit(changes)
-	if err != nil {
+	// The State after the edit is built on the last one read, re-reading
+	// only the drafts the edit changes (crdt.Doc.ApplyEditState).
+	fresh, st, err := d.doc.ApplyEditState(changes)
+	if err != nil && len(fresh) == 0 {
 		return Edited{}, t.fail(applyRefusal(d.doc, err))
 	}
 	if len(fresh) == 0 {
 		t.end()
 		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
 	}
-	st, r := a.checkEdit(d)
-	if r != nil {
+	if err != nil {
+		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})
+	}
+	if r := a.checkEdit(d, st); r != nil {
 		return Edited{}, t.fail(r)
 	}
 	t.states[id] = st
@@ -214,29 +218,26 @@ func applyRefusal(doc *crdt.Doc, err error) *Refusal {
 	return &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
 }
 
-// checkEdit validates a document after a replica's changes were applied.
-func (a *Authority) checkEdit(d *decision) (*crdt.State, *Refusal) {
-	st, err := d.doc.State()
-	if err != nil {
-		return nil, &Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err}
-	}
+// checkEdit validates a document's State st after a replica's changes
+// were applied.
+func (a *Authority) checkEdit(d *decision, st *crdt.State) *Refusal {
 	if !d.state.SameShape(st) {
-		return nil, &Refusal{Reason: Invalid, Message: "an edit may change only the shared draft, not the definition", Reset: true}
+		return &Refusal{Reason: Invalid, Message: "an edit may change only the shared draft, not the definition", Reset: true}
 	}
 	for g, old := range d.state.Drafts {
 		if g != d.state.Generation && !old.Equal(st.Drafts[g]) {
-			return nil, &Refusal{Reason: Stale, Message: "the edit was made to an earlier draft; the decision has been reopened since", Reset: true}
+			return &Refusal{Reason: Stale, Message: "the edit was made to an earlier draft; the decision has been reopened since", Reset: true}
 		}
 	}
 	for _, q := range d.rec.Definition.Questions {
 		qd := st.Drafts[st.Generation].Questions[q.ID]
 		if q.Written() {
 			if n := utf8.RuneCountInString(qd.Text); n > MaxAnswerText {
-				return nil, &Refusal{Reason: Invalid, Message: "the written answer is longer than the limit", Reset: true}
+				return &Refusal{Reason: Invalid, Message: "the written answer is longer than the limit", Reset: true}
 			}
 		}
 	}
-	return st, nil
+	return nil
 }
 
 func editMessage(err error) string {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 )
 
@@ -142,4 +144,71 @@ func churnDef() question.Definition {
 		{ID: "q1", Text: "Counter", Response: question.Text, Options: []question.Option{}},
 		{ID: "q2", Text: "Which?", Options: []question.Option{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}, Criteria: []question.Criterion{{ID: "c", Label: "Cheap"}}},
 	}}
+}
+
+// BenchmarkEditPeersShape is the authority's cost per accepted draft edit
+// (a mark and a few characters of a written answer, as the peers' load
+// writes) on a decision of the peers' shape: a 10 × 5 matrix and 19
+// written questions. The store is in memory: it is the CPU of deciding.
+func BenchmarkEditPeersShape(b *testing.B) {
+	a, err := question.NewAuthority(context.Background(), question.Options{Store: memstore.New(), Doc: "bench",
+		Now: func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	def := question.Definition{}
+	var opts []question.Option
+	for i := range 10 {
+		opts = append(opts, question.Option{ID: fmt.Sprintf("o%d", i), Label: fmt.Sprintf("Option %d", i)})
+	}
+	var crits []question.Criterion
+	for j := range 5 {
+		crits = append(crits, question.Criterion{ID: fmt.Sprintf("c%d", j), Label: fmt.Sprintf("Criterion %d", j)})
+	}
+	def.Questions = append(def.Questions, question.Question{ID: "marks", Text: "Matrix", Options: opts, Criteria: crits})
+	for q := range 19 {
+		def.Questions = append(def.Questions, question.Question{ID: fmt.Sprintf("p%d", q), Text: "Lines", Response: question.Text, Options: []question.Option{}})
+	}
+	out, err := a.Create(context.Background(), ana, []question.CreateRequest{{Key: "k", Origin: question.FromPerson, Definition: def}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := out[0].Record.ID
+	saved, err := a.Save(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := crdt.Load(saved, nil, crdt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ms := []marks.Mark{marks.Yes, marks.Partly, marks.No}
+	i := 0
+	for b.Loop() {
+		i++
+		before := m.Heads()
+		if err := m.SetMark("marks", fmt.Sprintf("o%d", i%10), fmt.Sprintf("c%d", i%5), ms[i%3]); err != nil {
+			b.Fatal(err)
+		}
+		q := fmt.Sprintf("p%d", i%19)
+		if err := m.SetText(q, fmt.Sprintf("%d:%d\n", i%19, i)); err != nil {
+			b.Fatal(err)
+		}
+		ch, err := m.ChangesSince(before)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ed, err := a.Edit(context.Background(), ana, id, ch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ed.Rebased {
+			if saved, err = a.Save(id); err != nil {
+				b.Fatal(err)
+			}
+			if m, err = crdt.Load(saved, nil, crdt.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

@@ -138,16 +138,6 @@ func (a *Authority) churn() {
 
 const collectAfter = 128
 
-// collectAfterParks is how many documents the authority parks between
-// garbage collections it runs itself. A dropped document's automerge
-// memory (tens of KB of Rust heap for a small decision) is freed by
-// finalizers, which only a collection runs, and Go paces its collections
-// by the Go heap alone, which a parked document barely moves: left alone,
-// thousands of dropped documents wait for one, and the C allocator keeps
-// their peak resident for good. One collection per 256 parks bounds that
-// garbage to a few MB for about a millisecond per 256 wakes.
-const collectAfterParks = 256
-
 // trim parks least recently used documents until room more fit under the
 // cap. Documents pinned by a sync session, or changed by the transaction
 // in progress (whose changes are not committed yet), are never parked.
