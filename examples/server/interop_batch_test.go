@@ -30,13 +30,19 @@ func changesFrame(t *testing.T, d *crdt.Doc, since crdt.Heads, heads []string) *
 
 func (p *pageClient) frames(ms ...wire.Message) {
 	p.t.Helper()
+	p.js.call("frames", map[string]any{"name": p.name, "frames": p.encoded(ms)})
+}
+
+// encoded is each message as the server sends it (msgpack), in base64.
+func (p *pageClient) encoded(ms []wire.Message) []string {
+	p.t.Helper()
 	var fs []string
 	for _, m := range ms {
 		b, err := wire.Encode(m, wire.Binary)
 		must(p.t, err)
 		fs = append(fs, base64.StdEncoding.EncodeToString(b))
 	}
-	p.js.call("frames", map[string]any{"name": p.name, "frames": fs})
+	return fs
 }
 
 func TestInteropClientAppliesBatchedChanges(t *testing.T) {

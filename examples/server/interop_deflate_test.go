@@ -7,7 +7,6 @@ package main
 // reconnect catches up again, and changes nothing.
 
 import (
-	"encoding/base64"
 	"testing"
 
 	"github.com/accord-crdt/accord/marks"
@@ -17,13 +16,7 @@ import (
 
 func (p *pageClient) receive(ms ...wire.Message) (waiting, closed bool) {
 	p.t.Helper()
-	var fs []string
-	for _, m := range ms {
-		b, err := wire.Encode(m, wire.Binary)
-		must(p.t, err)
-		fs = append(fs, base64.StdEncoding.EncodeToString(b))
-	}
-	out := p.js.call("receive", map[string]any{"name": p.name, "frames": fs})
+	out := p.js.call("receive", map[string]any{"name": p.name, "frames": p.encoded(ms)})
 	return out["waiting"] == true, out["closed"] == true
 }
 

@@ -367,6 +367,12 @@ func (d *document) announce(stages []*stage) {
 		d.sendPlan(stages[0].plan)
 		return
 	}
+	d.sendPlan(unsentOf(stages))
+}
+
+// unsentOf is one plan of what the groups' connections have not been sent
+// yet, in order, coalesced as one group's.
+func unsentOf(stages []*stage) groupPlan {
 	joined := groupPlan{}
 	for _, st := range stages {
 		for c, items := range st.plan {
@@ -380,7 +386,7 @@ func (d *document) announce(stages []*stage) {
 	for c, items := range joined {
 		joined[c] = coalesceRuns(items)
 	}
-	d.sendPlan(joined)
+	return joined
 }
 
 // coalesceRuns merges a connection's items of changes of one decision

@@ -240,20 +240,7 @@ func TestPipelinedGroupsKeepEachDecisionsOrder(t *testing.T) {
 		d.committing, d.pending = d.pending, nil
 		// The second and third groups commit together: their unsent
 		// items go out as announce sends them.
-		joined := groupPlan{}
-		for _, st := range d.committing {
-			for c, items := range st.plan {
-				for _, it := range items {
-					if !it.sent {
-						joined[c] = append(joined[c], it)
-					}
-				}
-			}
-		}
-		for c, items := range joined {
-			joined[c] = coalesceRuns(items)
-		}
-		sendRest(joined)
+		sendRest(unsentOf(d.committing))
 		for ci, c := range conns {
 			got := sent[c]
 			for i, x := range got {
