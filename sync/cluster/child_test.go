@@ -38,6 +38,7 @@ const (
 	childNode  = "ACCORD_CLUSTER_TEST_NODE"  // the node's name
 	childNATS  = "ACCORD_CLUSTER_TEST_NATS"  // NATS URLs, comma-separated
 	childLease = "ACCORD_CLUSTER_TEST_LEASE" // the lease TTL
+	childDie   = "ACCORD_CLUSTER_TEST_DIE"   // "claimed" or "accepted": SIGKILL itself at that point of its first turn
 	childReady = "accord-node-ready "        // stdout line: then the ws:// base
 )
 
@@ -145,6 +146,7 @@ func runChild(name string) error {
 		Quiet: 50 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: time.Second, Retry: 200 * time.Millisecond,
 	}
 	host.Wire(&opts)
+	chat.die = os.Getenv(childDie)
 	opts.Chat = chat
 	d, err := delivery.New(opts)
 	if err != nil {
@@ -165,7 +167,20 @@ func runChild(name string) error {
 // whole cluster (compare-and-set in the bucket's Raft group), so a turn
 // handed over again by the next owner after a crash is not accepted twice.
 // Its value lists the answers the turn carried, for the test to count.
-type kvChat struct{ kv natsjs.KeyValue }
+type kvChat struct {
+	kv natsjs.KeyValue
+	// die makes the node SIGKILL itself in its first Accept: "claimed"
+	// before accepting (the turn is claimed in the store, Chat never saw
+	// it), "accepted" after (Chat has it, the rows are not yet marked).
+	die string
+}
+
+func (c *kvChat) dieAt(point string) {
+	if c.die == point {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}
 
 func openKVChat(ctx context.Context, nc *nats.Conn) (*kvChat, error) {
 	js, err := natsjs.New(nc)
@@ -206,9 +221,11 @@ func (c *kvChat) Accept(ctx context.Context, doc string, t delivery.Turn) error 
 	if err != nil {
 		return err
 	}
+	c.dieAt("claimed")
 	if _, err := c.kv.Create(ctx, chatKey(doc, t.ID), b); err != nil && !errors.Is(err, natsjs.ErrKeyExists) {
 		return err
 	}
+	c.dieAt("accepted")
 	return nil
 }
 
@@ -249,10 +266,10 @@ func (l *lockedBuffer) String() string {
 
 // spawn starts a node process on the cluster at natsURLs and waits until
 // it serves. Its log is shown if the test fails.
-func spawn(t testing.TB, name, natsURLs string, ttl time.Duration) *child {
+func spawn(t testing.TB, name, natsURLs string, ttl time.Duration, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childNode+"="+name, childNATS+"="+natsURLs, childLease+"="+ttl.String())
+	cmd.Env = append(append(os.Environ(), childNode+"="+name, childNATS+"="+natsURLs, childLease+"="+ttl.String()), env...)
 	c := &child{name: name, cmd: cmd, log: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = c.log
 	out, err := cmd.StdoutPipe()
