@@ -135,4 +135,3 @@ func containsDecision(plan, id string) bool {
 	}
 	return false
 }
-
