@@ -408,7 +408,7 @@ func runCluster(nodes int, clientCounts []int, latencyWrites int, writers, write
 			}
 			cells = append(cells, fmt.Sprintf("%s / %s%s", ms(pct(lat, .5)), ms(pct(lat, .99)), note))
 		}
-		fmt.Printf("| fan-out p50 / p99, %d clients, writer on another node than the owner | %s | %s |\n", n, cells[0], cells[1])
+		fmt.Printf("| fan-out p50 / p99, %d clients (in the cluster spread over the nodes, the writer not on the owner) | %s | %s |\n", n, cells[0], cells[1])
 	}
 
 	var cells []string
