@@ -63,7 +63,7 @@ type replica struct {
 	// (early fan-out), so a server that crashed, or a cluster node that
 	// took over, may never have stored them. Only a document lacking the
 	// durable heads is a rebase (see isRebased). nil when unknown.
-	durable crdt.Heads
+	durable  crdt.Heads
 	inflight string     // rid of the edit awaiting its reply, "" if none
 	sent     crdt.Heads // the replica's heads when that edit was made
 	seq      uint64     // local changes made by this process
