@@ -48,7 +48,8 @@ type node struct {
 	srv    *server.Server
 	router *cluster.Router
 	hs     *httptest.Server
-	url    string // ws:// base
+	mux    *http.ServeMux // the router at /; tests mount more
+	url    string         // ws:// base
 }
 
 const leaseTTL = 2 * time.Second
@@ -93,8 +94,10 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	if err != nil {
 		t.Fatalf("%s: router: %v", name, err)
 	}
+	n.mux = http.NewServeMux()
+	n.mux.Handle("/", n.router)
 	mu.Lock()
-	h = n.router
+	h = n.mux
 	mu.Unlock()
 	n.url = "ws" + strings.TrimPrefix(n.hs.URL, "http")
 	t.Cleanup(func() { n.stop() })
