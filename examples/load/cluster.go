@@ -66,7 +66,7 @@ func runNode(addr, natsURLs, name string, lease time.Duration) error {
 	}
 	router, err := cluster.New(ctx, srv, cluster.Options{
 		Conn: nc, Node: name, URL: "http://" + addr + "/sync", Replicas: 3,
-		LeaseTTL: lease, Lost: store.Forget, Logger: log,
+		LeaseTTL: lease, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -149,7 +149,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 	}
 	r, err := cluster.New(ctx, a.srv, cluster.Options{
 		Conn: s.nc, Node: s.opts.Node, URL: s.opts.URL + "/sync", Replicas: s.opts.Replicas,
-		Lost: s.fenced.Forget, Logger: log,
+		Lost: func(doc string) { s.fenced.Forget(doc); a.srv.CloseDocument(doc) }, Logger: log,
 		// The answer driver watches the document from now on and
 		// delivers what its last owner left claimed.
 		Acquired: func(doc string) {

@@ -125,7 +125,7 @@ func runChild(name string) error {
 	}
 	router, err := cluster.New(ctx, srv, cluster.Options{
 		Conn: nc, Node: name, URL: "http://" + ln.Addr().String() + "/", Replicas: 3,
-		LeaseTTL: ttl, ReleaseAfter: 3 * time.Second, Lost: store.Forget, Logger: log,
+		LeaseTTL: ttl, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
 		Acquired: func(doc string) {
 			host.Members.Add(doc, question.Member{Login: plannerOwner, Write: true})
 			host.Runtime.SetOwner(doc, plannerOwner)

@@ -34,7 +34,7 @@
 //	srv, _ := server.New(server.Options{Store: store, Authorize: authorize})
 //	router, _ := cluster.New(ctx, srv, cluster.Options{
 //		Conn: nc, Node: "n1", URL: "http://10.0.0.1:8080/sync", Replicas: 3,
-//		Lost:     store.Forget,
+//		Lost:     func(doc string) { store.Forget(doc); srv.CloseDocument(doc) },
 //		Acquired: func(doc string) { driver.Watch(doc); driver.Poke(doc) },
 //	})
 //	driver, _ := delivery.New(delivery.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})

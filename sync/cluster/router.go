@@ -55,7 +55,10 @@ type Options struct {
 	ReleaseAfter time.Duration
 	// Lost, if set, is called (from the Router's goroutine; it must not
 	// block) when the lease of a document this node served is lost or
-	// released: the host closes the document there (see docs/SCALING.md).
+	// released: the host closes the document there, FencedStore.Forget
+	// and sync/server's Server.CloseDocument, so that a commit still in
+	// flight is fenced and a later owner's turn here starts from the
+	// stored state (see docs/SCALING.md).
 	Lost func(doc string)
 	// Acquired, if set, is called (from the goroutine that took the lease;
 	// it must not block) when this node takes a document's lease: the host
