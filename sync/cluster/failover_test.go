@@ -546,12 +546,12 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		if err := saver.Choose(id, "q1", "o2", true); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := saver.Submit(ctx, id); err != nil || len(res) != 1 || !res[0].OK {
-			t.Fatalf("cycle %d: save: %+v %v", cycle, res, err)
-		} else {
-			who, _ := saver.Member()
-			plannerSaves = append(plannerSaves, planned{id: id, by: who, gen: res[0].Record.Answer.Generation})
+		who, _ := saver.Member()
+		gen, err := saveUntilSettled(ctx, saver, id)
+		if err != nil {
+			t.Fatalf("cycle %d: save: %v", cycle, err)
 		}
+		plannerSaves = append(plannerSaves, planned{id: id, by: who, gen: gen})
 		time.Sleep(workTime)
 
 		octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
@@ -737,6 +737,32 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		"%d appends (%d attempts of unknown outcome), each applied once; %d answers handed to the Planner, each once",
 		cycles, len(clients), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond),
 		len(h.acked), settles, reopens, unknown, appended, appUnknown, len(delivered))
+}
+
+// saveUntilSettled saves id until the save is acknowledged, and returns
+// the settled generation. A save refused whole (unavailable: a commit
+// failed while a lease changed hands on a loaded machine) is sent again;
+// one whose reply was lost is looked up in the record.
+func saveUntilSettled(ctx context.Context, cl *replica.Client, id string) (uint64, error) {
+	who, _ := cl.Member()
+	for attempt := 0; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := cl.Submit(sctx, id)
+		cancel()
+		if err == nil && len(res) == 1 && res[0].OK {
+			return res[0].Record.Answer.Generation, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+		if rec, ok := cl.Record(id); ok && rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == who {
+			return rec.Answer.Generation, nil // an earlier attempt settled it
+		}
+		switch {
+		case err == nil && len(res) == 1 && res[0].Reason != question.Unavailable:
+			return 0, fmt.Errorf("refused as %s: %s", res[0].Reason, res[0].Message)
+		case attempt == 10:
+			return 0, fmt.Errorf("%+v %v", res, err)
+		}
+	}
 }
 
 // chatTurns reads the turns the nodes' shared Chat accepted: for each
