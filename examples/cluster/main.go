@@ -146,7 +146,7 @@ func startNode(ctx context.Context, i int, natsURL string, log *slog.Logger) (*n
 	}
 	router, err := cluster.New(ctx, srv, cluster.Options{
 		Conn: nc, Node: "node-" + strconv.Itoa(i), URL: "http://" + addr + "/sync",
-		Replicas: 3, Lost: store.Forget, Logger: log,
+		Replicas: 3, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -151,6 +151,12 @@ func TestSlowConsumerReconnects(t *testing.T) {
 	defer closeAll(cs)
 	w, slow := cs[0], cs[1]
 	slow.mu.Lock() // its reader blocks before applying the next frame
+	blocked := true
+	defer func() { // a failure below must not leave closeAll waiting for it
+		if blocked {
+			slow.mu.Unlock()
+		}
+	}()
 	// Write until the socket's buffers and the outbox are full and the
 	// server drops the slow client.
 	for i := 0; !dropped.Load(); i++ {
@@ -165,6 +171,7 @@ func TestSlowConsumerReconnects(t *testing.T) {
 		}
 	}
 	slow.mu.Unlock()
+	blocked = false
 	deadline := time.Now().Add(20 * time.Second)
 	for slow.heads() != w.heads() {
 		if time.Now().After(deadline) {

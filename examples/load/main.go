@@ -13,6 +13,7 @@
 //
 //	go run ./load                      # the default runs
 //	go run ./load -clients 2,16 -writes 512
+//	go run ./load -nodes 3             # 3 nodes on JetStream R3 beside 1 bbolt node (cluster.go)
 package main
 
 import (
@@ -52,7 +53,26 @@ func main() {
 	writers := flag.String("writers", "64,256", "writer counts for the throughput runs")
 	missed := flag.Int("missed", 1000, "writes a client misses before reconnecting")
 	kill := flag.Int("kill-writes", 2000, "writes acknowledged before the SIGKILL")
+	nodes := flag.Int("nodes", 0, "run the cluster figures with this many nodes instead (cluster.go)")
+	natsURLs := flag.String("nats", "", "NATS URLs (with -serve: run a cluster node)")
+	node := flag.String("node", "", "node name (with -serve -nats)")
+	lease := flag.Duration("lease", 2*time.Second, "lease TTL of the cluster nodes")
+	failClients := flag.Int("fail-clients", 16, "clients connected during the failover run")
 	flag.Parse()
+	if *serve && *natsURLs != "" {
+		if err := runNode(*addr, *natsURLs, *node, *lease); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *nodes > 0 {
+		if err := runCluster(*nodes, parseInts(*clients), *latencyWrites, parseInts(*writers)[0], *writes, *failClients, *lease); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serve {
 		if err := runServer(*addr, *data); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -105,6 +125,11 @@ func startChild(dir string) (*child, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	return startChildAt(addr, dir)
+}
+
+// startChildAt starts the server on addr and dir (a restart keeps both).
+func startChildAt(addr, dir string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -174,8 +199,9 @@ func (c *child) stop(sig syscall.Signal) {
 type client struct {
 	name    string
 	srv     *child
-	url     string     // where it dialled, and redials
-	mu      sync.Mutex // guards ws, doc, id, known, pending and writes
+	url     string        // where it dialled, and redials
+	alt     func() string // if set, where it redials instead (another node)
+	mu      sync.Mutex    // guards ws, doc, id, known, pending and writes
 	ws      *websocket.Conn
 	doc     *crdt.Doc
 	id      string
@@ -267,7 +293,11 @@ func (cl *client) redial() bool {
 			return false
 		}
 		d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16384, WriteBufferSize: 16384}
-		ws, _, err := d.Dial(cl.url, nil)
+		u := cl.url
+		if cl.alt != nil && attempt > 0 {
+			u = cl.alt()
+		}
+		ws, _, err := d.Dial(u, nil)
 		if err != nil {
 			last = err
 			continue

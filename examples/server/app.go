@@ -107,7 +107,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	if err != nil {
 		return nil, err
 	}
-	opts := delivery.Options{Authorities: a.srv, Logger: log}
+	opts := delivery.Options{Authorities: authoritiesFor(store, a.srv), Logger: log}
 	a.host.Wire(&opts)
 	if a.driver, err = delivery.New(opts); err != nil {
 		return nil, err

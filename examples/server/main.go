@@ -11,6 +11,9 @@
 //	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
 //	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
 //	ACCORD_PERSONA_DELAY        how soon an asked persona answers (default 3s)
+//	ACCORD_NATS  (-nats)  NATS URLs: join a cluster sharing decisions in JetStream
+//	                      instead of bbolt (cluster.go; also ACCORD_NODE, ACCORD_NODE_URL,
+//	                      ACCORD_NATS_REPLICAS)
 //
 // POST /admin/backup answers a consistent copy of the bbolt file, taken
 // while the server serves (docs/OPERATIONS.md: backup and restore). Without
@@ -62,6 +65,7 @@ func run() error {
 	addr := flag.String("addr", env("ACCORD_ADDR", "127.0.0.1:8080"), "listen address")
 	data := flag.String("data", env("ACCORD_DATA", "./data"), "data folder (bbolt file inside)")
 	level := flag.String("log", env("ACCORD_LOG", "info"), "log level")
+	clustered := clusterFlags()
 	flag.Parse()
 	// automerge's core allocates from every thread that runs a cgo call;
 	// two arenas keep freed memory reusable instead of spread over many.
@@ -81,7 +85,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, ln, *data, log, os.Stdout)
+	demo := demoFromEnv(*data)
+	demo.Cluster = *clustered
+	return serveDemo(ctx, ln, demo, log, os.Stdout)
 }
 
 // serve runs the server on ln with its data in the folder data until ctx
@@ -97,25 +103,25 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog.Logger, out io.Writer) error {
 	data := demo.Dir
 	defer ln.Close()
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return err
-	}
-	store, err := boltstore.Open(filepath.Join(data, "accord.db"), &boltstore.Options{Logger: log})
+	store, err := openStore(ctx, demo, ln, log) // bbolt, or the cluster's stream (cluster.go)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer store.close()
 
-	app, err := newApp(store, log, demo)
+	app, err := newApp(store.forApp(), log, demo)
 	if err != nil {
 		return err
 	}
 	defer app.closePlan()
 	mux := http.NewServeMux()
-	mux.Handle("/admin/backup", backupHandler(store, os.Getenv("ACCORD_ADMIN_TOKEN"), log))
+	mux.Handle("/admin/backup", store.backup(os.Getenv("ACCORD_ADMIN_TOKEN"), log))
 	mux.Handle("/", app.handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {
+		return err
+	}
+	if hs.Handler, err = store.route(ctx, app, hs.Handler, log); err != nil {
 		return err
 	}
 

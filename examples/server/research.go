@@ -38,6 +38,9 @@ type demoOptions struct {
 	// asked and answer by themselves after PersonaDelay (default 3 s).
 	Personas     bool
 	PersonaDelay time.Duration
+	// Cluster, when its NATS is set, makes the server a cluster node
+	// (cluster.go).
+	Cluster clusterOptions
 }
 
 // demoFromEnv reads the demo's options from the environment (main.go

@@ -169,10 +169,19 @@ func (s *Store) publish(ctx context.Context, msgs []outMsg, expect *uint64) (*na
 	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		ack, err := s.publishOnce(ctx, msgs, expect)
 		var apiErr *natsjs.APIError
-		if !errors.As(err, &apiErr) || apiErr.Code != 429 {
+		busy := errors.As(err, &apiErr) && apiErr.Code == 429
+		// No responders: the stream's leader is not reachable yet (just
+		// created or elected, its interest not yet propagated to this
+		// server). The commit reached no stream, and any of the batch's
+		// earlier messages that did form an uncommitted batch, which the
+		// server discards: sending the whole batch again, under a new id,
+		// cannot apply it twice.
+		unreached := errors.Is(err, natsjs.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+		if !busy && !unreached {
 			return ack, err
 		}
-		// Too many open batches on the stream (other nodes write too).
+		// Too many open batches on the stream (other nodes write too), or
+		// nobody answered.
 		select {
 		case <-ctx.Done():
 			return nil, err

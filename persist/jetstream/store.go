@@ -91,8 +91,31 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("jetstream: open stream %s (replicas %d): %w", o.Stream, o.Replicas, err)
 	}
 	s.stream = st
+	if err := waitLeader(octx, st); err != nil {
+		return nil, fmt.Errorf("jetstream: open stream %s (replicas %d): %w", o.Stream, o.Replicas, err)
+	}
 	s.log.Debug("jetstream: opened", "stream", o.Stream, "replicas", o.Replicas, "storage", o.storage().String())
 	return s, nil
+}
+
+// waitLeader waits until a replicated stream has elected its leader: a
+// stream just created answers "no response from stream" to the commits
+// sent before, which Open's caller would take for a failed commit.
+func waitLeader(ctx context.Context, st natsjs.Stream) error {
+	for {
+		info := st.CachedInfo()
+		if info.Config.Replicas <= 1 || (info.Cluster != nil && info.Cluster.Leader != "") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no stream leader elected: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := st.Info(ctx); err != nil && ctx.Err() == nil {
+			continue // asked while electing: ask again
+		}
+	}
 }
 
 // opContext bounds one round trip by Options.Timeout, inside ctx.

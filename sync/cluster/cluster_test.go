@@ -48,7 +48,8 @@ type node struct {
 	srv    *server.Server
 	router *cluster.Router
 	hs     *httptest.Server
-	url    string // ws:// base
+	mux    *http.ServeMux // the router at /; tests mount more
+	url    string         // ws:// base
 }
 
 const leaseTTL = 2 * time.Second
@@ -84,7 +85,7 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		n.router, err = cluster.New(ctx, n.srv, cluster.Options{
 			Conn: nc, Node: name, URL: n.hs.URL + "/", Replicas: 3,
-			LeaseTTL: leaseTTL, ReleaseAfter: 3 * time.Second, Lost: n.store.Forget, Logger: logger,
+			LeaseTTL: leaseTTL, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { n.store.Forget(doc); n.srv.CloseDocument(doc) }, Logger: logger,
 		})
 		if err == nil {
 			break
@@ -93,8 +94,10 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	if err != nil {
 		t.Fatalf("%s: router: %v", name, err)
 	}
+	n.mux = http.NewServeMux()
+	n.mux.Handle("/", n.router)
 	mu.Lock()
-	h = n.router
+	h = n.mux
 	mu.Unlock()
 	n.url = "ws" + strings.TrimPrefix(n.hs.URL, "http")
 	t.Cleanup(func() { n.stop() })
@@ -534,6 +537,9 @@ func TestLostLeaseClosesConnections(t *testing.T) {
 	if a.router.Owns("plan-3") {
 		t.Fatal("a still claims plan-3")
 	}
+	// And a unloaded it (Options.Lost: Server.CloseDocument), so that if
+	// it takes the document back it starts from the stored state.
+	waitFor(t, "a to unload plan-3", 5*time.Second, func() bool { return a.srv.Stats().Documents == 0 })
 	// A client of a now reaches b's authority.
 	ana := join(t, a.url, "plan-3", "ana")
 	if _, err := ana.Create(ctx, card("moved")); err != nil {

@@ -19,7 +19,12 @@
 //     does not own to the node that does (net/http/httputil's reverse
 //     proxy, WebSocket upgrade included), so every client of a document
 //     talks to that document's one authority and converges with the others,
-//     whichever node it dialled.
+//     whichever node it dialled. Router.Handler does the same for a
+//     host's other per-document requests (an HTTP API, MCP).
+//   - OwnerOnly runs host work (question/delivery's Driver, the Planner's
+//     tools) only on the node holding the document's lease; with a Chat
+//     whose Accept happens once per turn id cluster-wide, each saved
+//     answer is handed to the Planner exactly once, across owner crashes.
 //
 // # Usage
 //
@@ -29,9 +34,12 @@
 //	srv, _ := server.New(server.Options{Store: store, Authorize: authorize})
 //	router, _ := cluster.New(ctx, srv, cluster.Options{
 //		Conn: nc, Node: "n1", URL: "http://10.0.0.1:8080/sync", Replicas: 3,
-//		Lost: store.Forget,
+//		Lost:     func(doc string) { store.Forget(doc); srv.CloseDocument(doc) },
+//		Acquired: func(doc string) { driver.Watch(doc); driver.Poke(doc) },
 //	})
+//	driver, _ := delivery.New(delivery.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})
 //	http.Handle("/sync", router)
+//	http.Handle("/api/", router.Handler(func(r *http.Request) string { return r.URL.Query().Get("doc") }, api))
 //	...
 //	srv.Shutdown(ctx) // commits what was accepted
 //	router.Close()    // releases the leases: other nodes take over at once

@@ -55,8 +55,17 @@ type Options struct {
 	ReleaseAfter time.Duration
 	// Lost, if set, is called (from the Router's goroutine; it must not
 	// block) when the lease of a document this node served is lost or
-	// released: the host closes the document there (see docs/SCALING.md).
+	// released: the host closes the document there, FencedStore.Forget
+	// and sync/server's Server.CloseDocument, so that a commit still in
+	// flight is fenced and a later owner's turn here starts from the
+	// stored state (see docs/SCALING.md).
 	Lost func(doc string)
+	// Acquired, if set, is called (from the goroutine that took the lease;
+	// it must not block) when this node takes a document's lease: the host
+	// starts the document's background work there, e.g. the Planner's
+	// answer delivery (Driver.Watch and Poke), which must run where the
+	// document is decided (see OwnerOnly).
+	Acquired func(doc string)
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -180,6 +189,9 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 			r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
 			r.mu.Unlock()
 			r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
+			if r.o.Acquired != nil {
+				r.o.Acquired(doc)
+			}
 			return r.o.Node, r.o.URL, nil
 		}
 		if !errors.Is(err, natsjs.ErrKeyExists) {

@@ -56,6 +56,14 @@ type replica struct {
 	// last accepted revision. Edits carry the changes since them; a hello
 	// lists them. nil when unknown.
 	accepted crdt.Heads
+	// durable are heads the server is known to have stored: those of the
+	// latest reply to this replica's own edit (sent after the commit) or
+	// of the latest whole document received. accepted may run ahead of
+	// them: other members' edits reach the replica before their commit
+	// (early fan-out), so a server that crashed, or a cluster node that
+	// took over, may never have stored them. Only a document lacking the
+	// durable heads is a rebase (see isRebased). nil when unknown.
+	durable  crdt.Heads
 	inflight string     // rid of the edit awaiting its reply, "" if none
 	sent     crdt.Heads // the replica's heads when that edit was made
 	seq      uint64     // local changes made by this process
@@ -642,7 +650,7 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	rep := c.reps[m.ID]
 	switch {
 	case rep == nil:
-		c.reps[m.ID] = &replica{doc: srv, accepted: accepted}
+		c.reps[m.ID] = &replica{doc: srv, accepted: accepted, durable: accepted}
 	case isRebased(rep, srv):
 		c.rebase(m.ID, rep, srv, accepted)
 	default:
@@ -650,7 +658,7 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 			c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
 			rep.doc = srv
 		}
-		rep.accepted = accepted
+		rep.accepted, rep.durable = accepted, accepted
 	}
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
@@ -772,6 +780,7 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 		} else {
 			rep.accepted = sent
 		}
+		rep.durable = rep.accepted
 		return
 	}
 	ref := &question.Refusal{Reason: m.Reason, Message: m.Message, Reset: m.Reset}
@@ -829,7 +838,7 @@ func (c *Client) orphanReply(id string, rep *replica, m *wire.Reply) {
 		c.log.Error("cannot merge the reset's document", "id", id, "err", err)
 		return
 	}
-	rep.accepted = srv.Heads()
+	rep.accepted, rep.durable = srv.Heads(), srv.Heads()
 }
 
 // reset returns a replica to the accepted document: the one the refusal
@@ -842,6 +851,7 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 	if len(doc) > 0 {
 		d, err = crdt.Load(doc, nil, crdt.Options{})
 	}
+	fromServer := d != nil
 	if d == nil {
 		if len(rep.accepted) == 0 {
 			return errors.Join(err, errors.New("no accepted heads to return to"))
@@ -851,6 +861,9 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 		}
 	}
 	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
+	if fromServer {
+		rep.durable = rep.accepted
+	}
 	rep.file.saved = nil // the log holds the dropped changes: a snapshot next
 	return nil
 }

@@ -19,11 +19,22 @@ import (
 // is and makes its own not-yet-accepted draft values again on it, as
 // fresh local edits (carry).
 
-// isRebased reports whether srv is a rebased document for rep. With no
-// accepted heads the replica cannot tell; such a document is merged as
-// before, which is right whenever it shares the replica's history.
+// isRebased reports whether srv is a rebased document for rep: it lacks
+// heads the server is known to have stored (rep.durable, else the
+// accepted heads). A document that lacks only changes the replica
+// received before their commit (early fan-out) is the same history with
+// a lost tail, after a server crash or a cluster failover: it is merged,
+// and the replica offers those changes again, rather than carrying their
+// values over as fresh edits, which would apply a written answer's
+// splices twice once their authors offer the originals. With no heads
+// known the replica cannot tell; such a document is merged as before,
+// which is right whenever it shares the replica's history.
 func isRebased(rep *replica, srv *crdt.Doc) bool {
-	return len(rep.accepted) > 0 && !srv.Has(rep.accepted)
+	known := rep.durable
+	if len(known) == 0 {
+		known = rep.accepted
+	}
+	return len(known) > 0 && !srv.Has(known)
 }
 
 // rebase replaces rep's document with srv, a rebased document the server
@@ -33,7 +44,7 @@ func isRebased(rep *replica, srv *crdt.Doc) bool {
 // (see editReply). The caller holds c.mu.
 func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.Heads) {
 	old, base := rep.doc, rep.accepted
-	rep.doc, rep.accepted, rep.held = srv, accepted, nil
+	rep.doc, rep.accepted, rep.durable, rep.held = srv, accepted, accepted, nil
 	rep.file.saved = nil // the log holds the old history: a snapshot next
 	if rep.inflight != "" {
 		rep.orphan = rep.inflight

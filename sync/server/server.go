@@ -237,6 +237,7 @@ func (s *Server) attach(id string) *document {
 		go func() {
 			defer s.runners.Done()
 			d.run()
+			s.forget(d)
 		}()
 	}
 	d.refs++

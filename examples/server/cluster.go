@@ -1,0 +1,215 @@
+package main
+
+// Joining a cluster (docs/SCALING.md): with -nats URL (ACCORD_NATS) the
+// server keeps its decisions in a replicated JetStream stream shared with
+// the other nodes instead of its own bbolt file, and every request about a
+// document (the sync socket, the API, MCP) is served by the node holding
+// the document's lease, forwarded there by whichever node received it.
+// Without -nats nothing here runs: bbolt under -data, as before.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/accord-crdt/accord/persist"
+	"github.com/accord-crdt/accord/persist/boltstore"
+	"github.com/accord-crdt/accord/persist/jetstream"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/sync/cluster"
+	"github.com/accord-crdt/accord/sync/server"
+)
+
+// clusterOptions configure a cluster node; an empty NATS means none.
+type clusterOptions struct {
+	// NATS is the NATS cluster's URLs, comma-separated (-nats, ACCORD_NATS).
+	NATS string
+	// Node names this node uniquely (-node, ACCORD_NODE; default host:port).
+	Node string
+	// URL is where the other nodes reach this one (-node-url,
+	// ACCORD_NODE_URL; default http://<listen address>).
+	URL string
+	// Replicas of the stream and the lease bucket (-nats-replicas,
+	// ACCORD_NATS_REPLICAS; default 3, 1 for a single NATS server).
+	Replicas int
+}
+
+// clusterFlags registers the cluster flags; call before flag.Parse.
+func clusterFlags() *clusterOptions {
+	o := &clusterOptions{}
+	flag.StringVar(&o.NATS, "nats", env("ACCORD_NATS", ""), "NATS URLs: join a cluster of nodes sharing decisions through JetStream (default: none, bbolt under -data)")
+	flag.StringVar(&o.Node, "node", env("ACCORD_NODE", ""), "this node's name in the cluster (default host:port)")
+	flag.StringVar(&o.URL, "node-url", env("ACCORD_NODE_URL", ""), "where the other nodes reach this one (default http://<listen address>)")
+	replicas, _ := strconv.Atoi(env("ACCORD_NATS_REPLICAS", "3"))
+	flag.IntVar(&o.Replicas, "nats-replicas", replicas, "replicas of the JetStream stream and lease bucket")
+	return o
+}
+
+// nodeStore is where a server keeps its decisions: its own bbolt file, or
+// the cluster's stream.
+type nodeStore struct {
+	persist.Store
+	bolt *boltstore.Store // alone
+	// In a cluster:
+	nc     *nats.Conn
+	fenced *cluster.FencedStore
+	opts   clusterOptions
+	router atomic.Pointer[cluster.Router] // from route on
+}
+
+// openStore opens the bbolt file under demo.Dir, or joins the cluster of
+// demo.Cluster.
+func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog.Logger) (*nodeStore, error) {
+	o := demo.Cluster
+	if err := os.MkdirAll(demo.Dir, 0o755); err != nil { // the demo's research keeps its work there
+		return nil, err
+	}
+	if o.NATS == "" {
+		b, err := boltstore.Open(filepath.Join(demo.Dir, "accord.db"), &boltstore.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return &nodeStore{Store: b, bolt: b}, nil
+	}
+	if o.URL == "" {
+		o.URL = "http://" + ln.Addr().String()
+	}
+	if o.Node == "" {
+		host, _ := os.Hostname()
+		o.Node = host + ":" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	if o.Replicas <= 0 {
+		return nil, fmt.Errorf("cluster: -nats-replicas %d: at least 1", o.Replicas)
+	}
+	nc, err := nats.Connect(o.NATS, nats.Name("accord "+o.Node), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to NATS %s: %w", o.NATS, err)
+	}
+	// A cluster that has just started elects its JetStream leaders in its
+	// first seconds.
+	var js *jetstream.Store
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: o.Replicas, Logger: log})
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: open the JetStream store: %w", err)
+	}
+	f := cluster.NewFencedStore(js)
+	log.Info("joined a cluster", "node", o.Node, "url", o.URL, "nats", o.NATS, "replicas", o.Replicas)
+	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o}, nil
+}
+
+// forApp is the store newApp works on: the bbolt store itself alone (its
+// file's folder also keeps the plan), the node's store in a cluster.
+func (s *nodeStore) forApp() persist.Store {
+	if s.bolt != nil {
+		return s.bolt
+	}
+	return s
+}
+
+// backup serves POST /admin/backup: bbolt's hot copy alone; a cluster's
+// stream is backed up with NATS's own tools.
+func (s *nodeStore) backup(token string, log *slog.Logger) http.Handler {
+	if s.bolt != nil {
+		return backupHandler(s.bolt, token, log)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "this node keeps its decisions in JetStream: back up the stream with NATS's tools (nats stream backup ACCORD)", http.StatusNotFound)
+	})
+}
+
+// route returns h as this node serves it. Alone that is h. In a cluster,
+// /sync goes through the lease Router (forwarded to the document's owner
+// unless this node is it), and so does every other request about a
+// document (the API and MCP, ?doc=, plan-1 by default), so that the
+// document's Planner work runs where it is decided; the page itself,
+// /metrics, /healthz and /admin are this node's.
+func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog.Logger) (http.Handler, error) {
+	if s.fenced == nil {
+		return h, nil
+	}
+	r, err := cluster.New(ctx, a.srv, cluster.Options{
+		Conn: s.nc, Node: s.opts.Node, URL: s.opts.URL + "/sync", Replicas: s.opts.Replicas,
+		Lost: func(doc string) { s.fenced.Forget(doc); a.srv.CloseDocument(doc) }, Logger: log,
+		// The answer driver watches the document from now on and
+		// delivers what its last owner left claimed.
+		Acquired: func(doc string) {
+			a.driver.Watch(doc)
+			a.driver.Poke(doc)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.router.Store(r)
+	mux := http.NewServeMux()
+	mux.Handle("/sync", r)
+	mux.Handle("/", r.Handler(func(req *http.Request) string {
+		if strings.HasPrefix(req.URL.Path, "/api/") || req.URL.Path == "/mcp" {
+			return docParam(req)
+		}
+		return ""
+	}, h))
+	return mux, nil
+}
+
+// close releases the leases (after the server committed what it
+// accepted), then closes the store.
+func (s *nodeStore) close() error {
+	var errs []error
+	if r := s.router.Load(); r != nil {
+		errs = append(errs, r.Close())
+	}
+	errs = append(errs, s.Store.Close())
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// authoritiesFor is what the answer driver works through: the sync server
+// alone; in a cluster, the sync server for the documents this node holds
+// the lease of (cluster.OwnerOnly), so that the driver of a node that is
+// not a document's owner leaves its answers to the owner's.
+func authoritiesFor(store persist.Store, srv *server.Server) delivery.Authorities {
+	s, ok := store.(*nodeStore)
+	if !ok || s.fenced == nil {
+		return srv
+	}
+	return ownerDoer{s: s, srv: srv}
+}
+
+type ownerDoer struct {
+	s   *nodeStore
+	srv *server.Server
+}
+
+func (o ownerDoer) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
+	r := o.s.router.Load()
+	if r == nil { // starting: no lease is held yet
+		if delivery.FromDriver(ctx) {
+			return nil
+		}
+		return cluster.ErrNotOwner
+	}
+	return cluster.NewOwnerOnly(r, o.srv).Do(ctx, doc, fn)
+}

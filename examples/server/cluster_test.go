@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/replica"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// TestServersJoinACluster runs two example servers with -nats on one
+// three-server JetStream cluster: Ana on node a and Ben on node b edit and
+// save one decision of the sample plan and see each other's work; the
+// demo started through node b runs on the plan's owner, node a, and both
+// nodes answer the same plan.
+func TestServersJoinACluster(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	node := func(name string) *testServer {
+		demo := demoOptions{Personas: false, Cluster: clusterOptions{NATS: c.URLs(), Node: name, Replicas: 3}}
+		s := startDemoServer(t, t.TempDir(), "127.0.0.1:0", demo)
+		waitHealthy(t, s)
+		return s
+	}
+	a, b := node("a"), node("b")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func(s *testServer, member string) *replica.Client {
+		cl, err := replica.Dial(ctx, "ws://"+s.addr+"/sync?doc="+demoDoc+"&member="+member, replica.Options{})
+		if err != nil {
+			t.Fatalf("%s on %s: %v", member, s.addr, err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	ana := dial(a, "ana") // a takes the plan's lease
+	ben := dial(b, "ben") // forwarded to a
+
+	recs, err := ana.Create(ctx, wire.Card{Key: "engine", Origin: question.FromPerson, Definition: question.Definition{Questions: []question.Question{{
+		ID: "q1", Text: "Which storage engine?", Options: []question.Option{{ID: "bolt", Label: "bbolt"}, {ID: "js", Label: "JetStream"}},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := recs[0].ID
+	deadline := time.Now().Add(waitTime)
+	for _, _, err := ben.Draft(id); err != nil; _, _, err = ben.Draft(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("Ben on node b never received the decision Ana created on node a")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ben.Choose(id, "q1", "js", true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ben.Submit(ctx, id)
+	if err != nil || len(res) != 1 || !res[0].OK {
+		t.Fatalf("Ben's save through node b: %+v %v", res, err)
+	}
+	for rec, _ := ana.Record(id); rec.Status != question.Settled || rec.Answer.By != "ben"; rec, _ = ana.Record(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Ana on node a does not see Ben's save: %+v", rec)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The demo started through b runs on a, the owner: its decisions
+	// reach Ana's connection, and both nodes serve the same plan.
+	ids := b.startDemo()
+	for key, id := range ids {
+		for _, _, err := ana.Draft(id); err != nil; _, _, err = ana.Draft(id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo's %s decision, opened through node b, never reached node a's client", key)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	pa, pb := getPlan(t, a), getPlan(t, b)
+	if pa != pb {
+		t.Fatalf("the nodes serve different plans:\na: %s\nb: %s", pa, pb)
+	}
+	for _, id := range ids {
+		if !json.Valid([]byte(pa)) || !containsDecision(pa, id) {
+			t.Fatalf("the plan lacks the card of %s: %s", id, pa)
+		}
+	}
+}
+
+func waitHealthy(t *testing.T, s *testServer) {
+	t.Helper()
+	deadline := time.Now().Add(waitTime)
+	for {
+		res, err := http.Get(s.url("/healthz"))
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server on %s not healthy: %v", s.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func getPlan(t *testing.T, s *testServer) string {
+	t.Helper()
+	res, err := http.Get(s.url("/api/plan?doc=" + demoDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/plan on %s: %d %v", s.addr, res.StatusCode, err)
+	}
+	return string(b)
+}
+
+func containsDecision(plan, id string) bool {
+	var p struct{ Blocks []struct{ Decision string } }
+	if err := json.Unmarshal([]byte(plan), &p); err != nil {
+		return false
+	}
+	for _, b := range p.Blocks {
+		if b.Decision == id {
+			return true
+		}
+	}
+	return false
+}
