@@ -24,14 +24,14 @@ import (
 // Commits are pipelined: the goroutine applies a group of commands in
 // memory (the authority writes through pipeStore, which only collects
 // their Writes), commits the group's Writes in one durable transaction,
-// and only then sends the group's replies and broadcasts, in order. While
-// that commit runs it decides the next group, whose frames wait for the
-// next commit (accepted draft edits' changes excepted: see seal), so the
-// fsync of one group never holds up the deciding of the next. If a
-// commit fails, every reply of its group and of the group decided since
-// becomes an "unavailable" refusal, their broadcasts are dropped, and the
-// authority reloads from the store: nothing is acknowledged or announced
-// before it is durable.
+// and only then sends the group's replies and broadcasts, in order
+// (accepted draft edits' changes excepted: see commitNext). While that
+// commit runs it decides the next group, committed and announced once the
+// first commit ends, so the fsync of one group never holds up the
+// deciding of the next. If a commit fails, every reply of its group and of
+// the groups decided since becomes an "unavailable" refusal, their
+// broadcasts are dropped, and the authority reloads from the store:
+// nothing is acknowledged or announced before it is durable.
 type document struct {
 	s     *Server
 	id    string
@@ -60,10 +60,10 @@ type document struct {
 	// joining holds the decisions each new conn has still to be sent.
 	joining map[*conn]*joinCursor
 	held    []delivery
-	// committing are the groups whose Writes (commitW) the store is
+	// committing is the group whose Writes (commitW) the store is
 	// committing now; the result arrives on commitDone. pending are the
 	// groups decided since, whose Writes wait in pipe for the next commit.
-	committing  []*stage
+	committing  *stage
 	pending     []*stage
 	commitW     *persist.Write
 	commitStart time.Time
@@ -266,10 +266,10 @@ func (d *document) drain(ctx context.Context, max int) int {
 	return n
 }
 
-// A stage is one group of ops decided together: what each connection is
-// sent of it, in order (some of it, accepted draft edits, possibly sent
-// already: see sendEarly), and the steps waiting for its Writes to be
-// durable.
+// A stage is one group of ops decided together: its held frames, the
+// steps waiting for its Writes to be durable, and, once its commit
+// starts, what each connection is sent of it, in order (accepted draft
+// edits possibly sent already: see commitNext).
 type stage struct {
 	held  []delivery
 	plan  groupPlan
@@ -282,140 +282,88 @@ type stage struct {
 
 // seal ends the group of ops just decided. A group that wrote nothing,
 // with nothing ahead of it, is announced at once; any other waits for
-// its commit, except its accepted draft edits' changes, which go to the
-// other connections now.
-//
-// Accepted draft edits are the one exception to commit-before-announce:
-// a change every holder re-sends on reconnect cannot be lost by the
-// server alone. Everything else, and the editor's own reply, waits for
-// the commit.
+// the next commit (commitNext).
 func (d *document) seal(ops int) {
 	st := &stage{held: d.held, after: d.afterFlush, ops: ops}
 	d.held, d.afterFlush = nil, nil
-	st.plan = d.planGroup(st.held)
 	if d.quiet() && d.pipe.pending.Empty() {
-		for _, f := range st.after {
-			f(true)
-		}
-		d.sendPlan(st.plan)
+		d.announce(st)
 		return
 	}
-	st.early = d.sendEarly(st.plan)
 	d.pending = append(d.pending, st)
 }
 
-// commitNext starts committing the Writes of the pending groups, as one
-// durable transaction, unless a commit runs already. The document
-// goroutine goes on deciding ops meanwhile (accepting) and hears the
-// result on commitDone.
+// commitNext starts committing the pending groups, unless a commit runs
+// already: their Writes in one durable transaction, their frames as one
+// group's (planGroup coalesces each decision's changes across them). The
+// document goroutine goes on deciding ops meanwhile (accepting) and hears
+// the result on commitDone.
+//
+// The accepted draft edits' changes go to the other connections now,
+// before the commit: a change every holder re-sends on reconnect cannot
+// be lost by the server alone. Everything else, and the editor's own
+// reply, waits for the commit. Groups decided while a commit runs wait
+// for it to end before even their draft edits leave, so that a busy
+// document sends few large frames (a replica's cost is mostly per frame
+// applied) rather than many small ones.
 func (d *document) commitNext() {
 	if d.committing != nil || len(d.pending) == 0 {
 		return
 	}
+	g := d.pending[0]
+	for _, st := range d.pending[1:] {
+		g.held = append(g.held, st.held...)
+		g.after = append(g.after, st.after...)
+		g.ops += st.ops
+	}
+	d.pending = nil
 	w := d.pipe.take()
-	d.committing, d.pending = d.pending, nil
 	if w.Empty() {
 		// Groups that only waited for the commit before them.
-		d.announce(d.committing)
-		d.committing = nil
+		d.announce(g)
 		return
 	}
-	d.commitW, d.commitStart = w, time.Now()
+	g.plan = d.planGroup(g.held)
+	g.early = d.sendEarly(g.plan)
+	d.committing, d.commitW, d.commitStart = g, w, time.Now()
 	store, id := d.s.opts.Store, d.id
 	go func() { d.commitDone <- store.Commit(context.Background(), id, w) }()
 }
 
 // finishCommit takes the result of the running commit: on success the
-// groups' replies and broadcasts go out in order; on failure they are
+// group's replies and broadcasts go out in order; on failure they are
 // refused, together with the groups decided since (the authority reloads
 // what is committed, which has neither).
 func (d *document) finishCommit(ctx context.Context, err error) {
-	stages, w := d.committing, d.commitW
+	g, w := d.committing, d.commitW
 	d.committing, d.commitW = nil, nil
-	ops := 0
-	for _, st := range stages {
-		ops += st.ops
-	}
-	d.s.metrics.committed(ops, time.Since(d.commitStart), err == nil)
+	d.s.metrics.committed(g.ops, time.Since(d.commitStart), err == nil)
 	if err != nil {
 		d.s.opts.Logger.Error("commit failed; refusing the group", "doc", d.id, "err", err)
 		d.s.stats.commitFailures.Add(1)
-		stages = append(stages, d.pending...)
+		failed := append([]*stage{g}, d.pending...)
 		d.pending = nil
 		d.pipe.take()
-		d.failStages(ctx, stages)
+		d.failStages(ctx, failed)
 		return
 	}
 	d.s.stats.commits.Add(1)
 	if d.s.opts.Committed != nil {
 		d.s.opts.Committed(d.id, decisionsOf(w))
 	}
-	d.announce(stages)
+	d.announce(g)
 }
 
-// announce runs the durable groups' waiting steps, then sends what their
-// connections have not been sent yet, in order: groups committed
-// together are one commit group, whose changes of a decision coalesce as
-// within one group (planGroup).
-func (d *document) announce(stages []*stage) {
-	for _, st := range stages {
-		for _, f := range st.after {
-			f(true)
-		}
+// announce runs a durable group's waiting steps, then sends what its
+// connections have not been sent yet, in order.
+func (d *document) announce(g *stage) {
+	for _, f := range g.after {
+		f(true)
 	}
-	if len(stages) == 1 {
-		d.sendPlan(stages[0].plan)
-		return
+	if g.plan == nil {
+		g.plan = d.planGroup(g.held)
 	}
-	d.sendPlan(unsentOf(stages))
-}
-
-// unsentOf is one plan of what the groups' connections have not been sent
-// yet, in order, coalesced as one group's.
-func unsentOf(stages []*stage) groupPlan {
-	joined := groupPlan{}
-	for _, st := range stages {
-		for c, items := range st.plan {
-			for _, it := range items {
-				if !it.sent {
-					joined[c] = append(joined[c], it)
-				}
-			}
-		}
-	}
-	for c, items := range joined {
-		joined[c] = coalesceRuns(items)
-	}
-	return joined
-}
-
-// coalesceRuns merges a connection's items of changes of one decision
-// into the first of them while no other item about that decision, and no
-// item about no decision in particular, lies between (planGroup's rule).
-func coalesceRuns(items []planItem) []planItem {
-	open := map[string]int{}
-	var out []planItem
-	for _, it := range items {
-		if len(it.parts) > 0 {
-			id := it.parts[0].msg.msg.(*wire.Changes).ID
-			if k, ok := open[id]; ok {
-				out[k].parts = append(slices.Clip(out[k].parts), it.parts...)
-				continue
-			}
-			open[id] = len(out)
-			out = append(out, it)
-			continue
-		}
-		ids, all := decisionsIn(it.message())
-		if all {
-			clear(open)
-		}
-		for _, id := range ids {
-			delete(open, id)
-		}
-		out = append(out, it)
-	}
-	return out
+	d.sendPlan(g.plan)
 }
 
 // decisionsOf lists, sorted and once each, the decisions a Write touches.
@@ -552,8 +500,7 @@ func (d *document) planGroup(held []delivery) groupPlan {
 func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	var early map[*conn]bool
 	for c, items := range plan {
-		blocked, all := d.unsentAhead(c)
-		for k, ok := range earlyItems(items, blocked, all) {
+		for k, ok := range earlyItems(items) {
 			if !ok {
 				continue
 			}
@@ -568,28 +515,6 @@ func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	return early
 }
 
-// unsentAhead lists the decisions of the frames c has not been sent yet
-// from the groups waiting for a commit (all: one is about no decision in
-// particular); early changes of those decisions must wait behind them.
-func (d *document) unsentAhead(c *conn) (blocked map[string]bool, all bool) {
-	blocked = map[string]bool{}
-	for _, stages := range [][]*stage{d.committing, d.pending} {
-		for _, st := range stages {
-			for _, it := range st.plan[c] {
-				if it.sent {
-					continue
-				}
-				ids, any := decisionsIn(it.message())
-				all = all || any
-				for _, id := range ids {
-					blocked[id] = true
-				}
-			}
-		}
-	}
-	return blocked, all
-}
-
 // message is the frame an item is about (the first, when coalesced).
 func (it *planItem) message() wire.Message {
 	if it.h != nil {
@@ -600,10 +525,11 @@ func (it *planItem) message() wire.Message {
 
 // earlyItems reports which items of one connection's plan may leave
 // before the commit: runs of draft edits' changes of a decision that no
-// other item about that decision precedes, here or in blocked (the
-// decisions of unsent frames ahead; all: a frame about every decision).
-func earlyItems(items []planItem, blocked map[string]bool, all bool) []bool {
+// other item about that decision precedes.
+func earlyItems(items []planItem) []bool {
 	ok := make([]bool, len(items))
+	blocked := map[string]bool{}
+	all := false
 	for k, it := range items {
 		if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
 			ok[k] = true
@@ -743,7 +669,7 @@ func (d *document) broadcast(except *conn, m wire.Message) {
 }
 
 // broadcastEdit announces an accepted draft edit's changes to every
-// other connection; they may leave before the group's commit (seal).
+// other connection; they may leave before the group's commit (commitNext).
 func (d *document) broadcastEdit(except *conn, m *wire.Changes) {
 	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
 }

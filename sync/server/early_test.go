@@ -170,61 +170,107 @@ func TestDraftEditsFanOutBeforeTheCommit(t *testing.T) {
 }
 
 // TestNextGroupIsDecidedWhileACommitRuns: while one group's commit is
-// held at the store, the document goes on deciding: a second member's
-// edit of the same decision reaches the watcher before the first commit
-// ends, and neither editor hears a reply before its own group is
-// durable. When that first commit fails, both editors are refused with
-// a reset (the second edit was decided on top of the first), the watcher
-// who saw their changes is disconnected, and the store holds neither.
+// held at the store, the document goes on deciding ops (a host's Do runs
+// meanwhile), but the group decided then, a second member's edit of the
+// same decision, is announced to nobody, not even its early changes,
+// until that commit ends; then it is committed next, its changes leaving
+// early as the second commit starts. A failed commit refuses the group
+// decided on top of it too: both editors are refused with a reset, the
+// watcher who saw their changes is disconnected, and the store holds
+// neither.
 func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
-	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
-	ts := startWith(t, setup{tune: func(o *server.Options) {
-		g.Store = o.Store
-		o.Store = g
-	}})
-	ana := dial(t, ts, "ana", wire.Binary)
-	ben := dial(t, ts, "ben", wire.Text)
-	cy := dial(t, ts, "cy", wire.Binary)
-	x := ana.create("x").ID
-	ben.expect(wire.KindDoc)
-	cy.expect(wire.KindDoc)
+	for _, failFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "second commit fails", true: "first commit fails"}[failFirst], func(t *testing.T) {
+			g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
+			ts := startWith(t, setup{tune: func(o *server.Options) {
+				g.Store = o.Store
+				o.Store = g
+			}})
+			ana := dial(t, ts, "ana", wire.Binary)
+			ben := dial(t, ts, "ben", wire.Text)
+			cy := dial(t, ts, "cy", wire.Binary)
+			x := ana.create("x").ID
+			ben.expect(wire.KindDoc)
+			cy.expect(wire.KindDoc)
 
-	g.set(true, 1) // the next commit waits at the gate, then fails
-	ana.sendEdit(x, "e1", func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) })
-	<-g.entered
-	if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ana" {
-		t.Fatalf("cy got %s, want ana's changes", m.FrameKind())
-	}
-	ben.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
-	// Decided while the first commit still waits.
-	if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ben" {
-		t.Fatalf("cy got %s while the first commit ran, want ben's changes", m.FrameKind())
-	}
-	for _, p := range []*peer{ana, ben} {
-		for _, m := range p.pending() {
-			if r, ok := m.(*wire.Reply); ok {
-				t.Fatalf("reply %s before its commit", r.RID)
+			g.set(true, map[bool]int{true: 1}[failFirst])
+			ana.sendEdit(x, "e1", func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) })
+			<-g.entered
+			if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ana" {
+				t.Fatalf("cy got %s, want ana's changes", m.FrameKind())
 			}
-		}
-	}
-	g.set(false, 1)
-	g.pass <- struct{}{}
-	for _, p := range []*peer{ana, ben} {
-		r := p.expect(wire.KindEdit).(*wire.Reply)
-		if r.OK || r.Reason != question.Unavailable || !r.Reset {
-			t.Fatalf("reply %s after the failed commit: %+v", r.RID, r)
-		}
-	}
-	if !closedSoon(cy) {
-		t.Fatal("cy, who saw changes the store lacks, stayed connected")
-	}
-	late := dial(t, ts, "dee", wire.Binary)
-	late.expect(wire.KindDoc)
-	draft, err := late.docs[x].State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := draft.Drafts[draft.Generation].Questions["q1"].Marks; len(m) != 0 {
-		t.Fatalf("the store holds marks of the failed groups: %v", m)
+			ben.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
+			// A host's function sees ben's edit decided while the first
+			// commit still waits.
+			decided := func() bool {
+				seen := make(chan bool, 1)
+				go ts.srv.Do(context.Background(), "plan-1", func(a *question.Authority) error {
+					dr, _, err := a.Draft(x)
+					seen <- err == nil && dr.Questions["q1"].Marks["sms/cheap"] == marks.No
+					return nil
+				})
+				select {
+				case ok := <-seen:
+					return ok
+				case <-time.After(5 * time.Second):
+					t.Fatal("nothing was decided while the commit ran")
+				}
+				return false
+			}
+			waitFor(t, "ben's edit to be decided", 5*time.Second, decided)
+			if got := cy.pending(); len(got) != 0 {
+				t.Fatalf("cy got %s of a group decided while a commit ran", got[0].FrameKind())
+			}
+			for _, p := range []*peer{ana, ben} {
+				for _, m := range p.pending() {
+					if r, ok := m.(*wire.Reply); ok {
+						t.Fatalf("reply %s before its commit", r.RID)
+					}
+				}
+			}
+			if failFirst {
+				g.set(false, 1)
+				g.pass <- struct{}{}
+			} else {
+				g.set(true, 1)
+				g.pass <- struct{}{} // the first commit goes through
+				if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e1" || !r.OK {
+					t.Fatalf("ana's reply: %+v", r)
+				}
+				<-g.entered // the second group's commit: ben's changes leave now
+				if m := cy.next(); m.FrameKind() != wire.KindChanges || m.(*wire.Changes).By != "ben" {
+					t.Fatalf("cy got %s as the second commit started, want ben's changes", m.FrameKind())
+				}
+				g.set(false, 1)
+				g.pass <- struct{}{}
+			}
+			refused := []*peer{ben}
+			if failFirst {
+				refused = []*peer{ana, ben}
+			}
+			for _, p := range refused {
+				r := p.expect(wire.KindEdit).(*wire.Reply)
+				if r.OK || r.Reason != question.Unavailable || !r.Reset {
+					t.Fatalf("reply %s after the failed commit: %+v", r.RID, r)
+				}
+			}
+			if !closedSoon(cy) {
+				t.Fatal("cy, who saw changes the store lacks, stayed connected")
+			}
+			late := dial(t, ts, "dee", wire.Binary)
+			late.expect(wire.KindDoc)
+			draft, err := late.docs[x].State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := draft.Drafts[draft.Generation].Questions["q1"].Marks
+			want := map[string]marks.Mark{"email/cheap": marks.Yes}
+			if failFirst {
+				want = map[string]marks.Mark{}
+			}
+			if len(got) != len(want) || got["email/cheap"] != want["email/cheap"] {
+				t.Fatalf("the store holds marks %v, want %v", got, want)
+			}
+		})
 	}
 }

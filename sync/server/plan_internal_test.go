@@ -86,7 +86,7 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 				}
 			}
 			// The order sent: early items, then the rest.
-			early := earlyItems(items, map[string]bool{}, false)
+			early := earlyItems(items)
 			var sentItems []planItem
 			for k, it := range items {
 				if early[k] {
@@ -140,116 +140,6 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 							t.Fatalf("conn %d: two runs of %s not coalesced", ci, id)
 						}
 						break
-					}
-				}
-			}
-		}
-	})
-}
-
-// TestPipelinedGroupsKeepEachDecisionsOrder is the same property across
-// groups: one whose commit runs and two decided meanwhile, committed
-// together next. A later group's draft-edit changes leave early only
-// where nothing ahead of them about their decision is still unsent, so
-// whatever order the frames leave in (each group's early items as it is
-// decided, then the first group's rest, then the rest of the other two,
-// coalesced as announce does), every connection gets the frames about a
-// decision, and every frame relative to a decision-less one, in the
-// order they were decided.
-func TestPipelinedGroupsKeepEachDecisionsOrder(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		nConns := rapid.IntRange(1, 3).Draw(t, "conns")
-		d := &document{conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}}
-		var conns []*conn
-		for range nConns {
-			c := &conn{}
-			conns = append(conns, c)
-			d.conns[c] = 0
-		}
-		ids := []string{"x", "y"}
-		group := func(label string) []delivery {
-			held := make([]delivery, rapid.IntRange(0, 12).Draw(t, label))
-			for i := range held {
-				id := rapid.SampledFrom(ids).Draw(t, "id")
-				switch rapid.IntRange(0, 3).Draw(t, "sort") {
-				case 0:
-					held[i] = delivery{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Reply{ID: id}}}
-				case 1:
-					held[i] = delivery{msg: &encoded{msg: &wire.Event{ID: id}}}
-				case 2:
-					held[i] = delivery{except: rapid.SampledFrom(conns).Draw(t, "author"), msg: &encoded{msg: &wire.Changes{ID: id}}, early: true}
-				case 3:
-					held[i] = delivery{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Error{}}}
-				}
-			}
-			return held
-		}
-		heldA, heldB, heldC := group("first"), group("second"), group("third")
-		order := map[*delivery]int{} // decision order over the groups
-		for i := range heldA {
-			order[&heldA[i]] = i
-		}
-		for i := range heldB {
-			order[&heldB[i]] = len(heldA) + i
-		}
-		for i := range heldC {
-			order[&heldC[i]] = len(heldA) + len(heldB) + i
-		}
-		sent := map[*conn][]*delivery{}
-		send := func(plan groupPlan, c *conn, k int) {
-			it := &plan[c][k]
-			if it.sent {
-				t.Fatalf("an item sent twice")
-			}
-			it.sent = true
-			if it.h != nil {
-				sent[c] = append(sent[c], it.h)
-			}
-			sent[c] = append(sent[c], it.parts...)
-		}
-		sendEarly := func(plan groupPlan) {
-			for c, items := range plan {
-				blocked, all := d.unsentAhead(c)
-				for k, ok := range earlyItems(items, blocked, all) {
-					if ok {
-						send(plan, c, k)
-					}
-				}
-			}
-		}
-		sendRest := func(plan groupPlan) {
-			for c, items := range plan {
-				for k := range items {
-					if !items[k].sent {
-						send(plan, c, k)
-					}
-				}
-			}
-		}
-		a := &stage{plan: d.planGroup(heldA)}
-		d.pending = []*stage{a}
-		sendEarly(a.plan)
-		d.committing, d.pending = d.pending, nil // the first group's commit starts
-		b := &stage{plan: d.planGroup(heldB)}
-		sendEarly(b.plan)
-		d.pending = []*stage{b}
-		c := &stage{plan: d.planGroup(heldC)}
-		sendEarly(c.plan)
-		d.pending = append(d.pending, c)
-		sendRest(a.plan) // the first commit is durable
-		d.committing, d.pending = d.pending, nil
-		// The second and third groups commit together: their unsent
-		// items go out as announce sends them.
-		sendRest(unsentOf(d.committing))
-		for ci, c := range conns {
-			got := sent[c]
-			for i, x := range got {
-				for _, y := range got[i+1:] {
-					ix, ax := decisionsIn(x.msg.msg)
-					iy, ay := decisionsIn(y.msg.msg)
-					about := ax || ay || ix[0] == iy[0]
-					if about && order[x] > order[y] {
-						t.Fatalf("conn %d: frame %d (%T %v) went before frame %d (%T %v)", ci, order[x], x.msg.msg, ix, order[y], y.msg.msg, iy)
 					}
 				}
 			}
