@@ -54,9 +54,16 @@ func splitChunks(batch []byte) ([][]byte, error) {
 // panics on the next sync message or incremental save). It returns the
 // hashes of the changes new to d and the per-actor counts after them.
 func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, error) {
+	fresh, _, counts, err := d.checkFreshChanges(chunks)
+	return fresh, counts, err
+}
+
+// checkFreshChanges is checkChanges, also returning the indices in chunks
+// of the changes new to d.
+func (d *Doc) checkFreshChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uint64, error) {
 	parsed, err := parseChangeList(chunks)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A dependency may come later in the batch: automerge's sync messages
 	// put explicitly requested changes first, before changes they depend
@@ -67,25 +74,27 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, er
 		inBatch[c.hash] = true
 	}
 	var fresh []ChangeHash
+	var idx []int
 	for i, c := range parsed {
 		for _, dep := range c.deps {
 			if !inBatch[dep] && !d.Has(Heads{dep}) {
-				return nil, nil, errorf(ErrMissingDeps, "change %d (%s) needs %s", i+1, short(c.hash), short(dep))
+				return nil, nil, nil, errorf(ErrMissingDeps, "change %d (%s) needs %s", i+1, short(c.hash), short(dep))
 			}
 		}
 		if !d.Has(Heads{c.hash}) {
 			fresh = append(fresh, c.hash)
+			idx = append(idx, i)
 		}
 	}
 	counts, err := d.seqCounts()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	counts = maps.Clone(counts)
 	if err := replayChanges(parsed, func(h ChangeHash) bool { return d.Has(Heads{h}) }, counts); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return fresh, counts, nil
+	return fresh, idx, counts, nil
 }
 
 // seqCounts returns how many changes of each actor the document holds,
@@ -518,6 +527,9 @@ type batchCheck struct {
 	ops  int
 	// touched lists the question drafts a draft edit's operations change.
 	touched map[draftRef]bool
+	// fresh is the chunks of the batch's changes new to the document,
+	// concatenated in the batch's order.
+	fresh []byte
 }
 
 // checkBatchObjects checks the operations of a batch of single change

@@ -431,14 +431,28 @@ func (d *Doc) applyChecked(batch []byte, edit bool) ([]ChangeHash, batchCheck, e
 	return d.applyBatch(batch, edit)
 }
 
-// ApplyEditState is ApplyEdit that also returns the document's State
-// after the edit. When the last State the document read (State, or
-// ApplyEditState) is of its current revision, it reads again only the
-// question drafts the edit's operations change, so an edit costs what it
-// changes rather than what the document holds; otherwise it reads the
-// whole State. The State returned shares unchanged parts with the one it
-// was built on: neither may be modified.
-func (d *Doc) ApplyEditState(batch []byte) ([]ChangeHash, *State, error) {
+// AppliedEdit is what ApplyEditState applied.
+type AppliedEdit struct {
+	// Fresh are the hashes of the batch's changes new to the document.
+	Fresh []ChangeHash
+	// Changes holds those changes' chunks, concatenated in the batch's
+	// order: the same changes as ChangesSince of the heads before the
+	// edit, without reading the history for them.
+	Changes []byte
+	// State is the document's State after the edit.
+	State *State
+}
+
+// ApplyEditState is ApplyEdit that also returns the changes it applied and
+// the document's State after the edit. When the last State the document
+// read (State, or ApplyEditState) is of its current revision, it reads
+// again only the question drafts the edit's operations change, so an edit
+// costs what it changes rather than what the document holds; otherwise it
+// reads the whole State. The State returned shares unchanged parts with
+// the one it was built on: neither may be modified. An error after the
+// changes were applied (the State could not be read) comes with Fresh
+// set.
+func (d *Doc) ApplyEditState(batch []byte) (AppliedEdit, error) {
 	var prev *State
 	if m := d.memo; m != nil && m.am == d.am && slices.Equal(m.at, d.amHeads()) {
 		prev = m.st
@@ -446,10 +460,10 @@ func (d *Doc) ApplyEditState(batch []byte) ([]ChangeHash, *State, error) {
 	current := prev != nil
 	fresh, bc, err := d.applyChecked(batch, true)
 	if err != nil {
-		return nil, nil, err
+		return AppliedEdit{}, err
 	}
 	if len(fresh) == 0 && current {
-		return nil, prev, nil
+		return AppliedEdit{State: prev}, nil
 	}
 	var st *State
 	if current {
@@ -458,9 +472,9 @@ func (d *Doc) ApplyEditState(batch []byte) ([]ChangeHash, *State, error) {
 		st, err = d.State()
 	}
 	if err != nil {
-		return fresh, nil, err
+		return AppliedEdit{Fresh: fresh}, err
 	}
-	return fresh, st, nil
+	return AppliedEdit{Fresh: fresh, Changes: bc.fresh, State: st}, nil
 }
 
 // applyRaw applies a batch of concatenated change chunks after checking
@@ -476,7 +490,7 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	if err != nil {
 		return nil, batchCheck{}, err
 	}
-	fresh, counts, err := d.checkChanges(chunks)
+	fresh, freshIdx, counts, err := d.checkFreshChanges(chunks)
 	if err != nil {
 		if errors.Is(err, ErrMissingDeps) {
 			return nil, batchCheck{}, err
@@ -513,6 +527,13 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	}
 	d.advanceObjects(raw, bc.made)
 	d.addBudget(bc.ops, len(batch), len(fresh))
+	if len(freshIdx) == len(chunks) {
+		bc.fresh = batch
+	} else {
+		for _, i := range freshIdx {
+			bc.fresh = append(bc.fresh, chunks[i]...)
+		}
+	}
 	return fresh, bc, nil
 }
 

@@ -22,6 +22,7 @@ func TestApplyEditStateMatchesState(t *testing.T) {
 		members := []*Doc{replicaOf(t, auth), replicaOf(t, auth)}
 		gen := uint64(1)
 		appended := 0
+		var last []byte
 		for range rapid.IntRange(1, 40).Draw(t, "steps") {
 			k := rapid.IntRange(0, len(members)-1).Draw(t, "member")
 			m := members[k]
@@ -64,12 +65,24 @@ func TestApplyEditStateMatchesState(t *testing.T) {
 			}
 			ch, err := m.ChangesSince(before)
 			ok(t, err)
+			if last != nil && rapid.Bool().Draw(t, "resend") {
+				// A batch that also holds changes the authority has.
+				ch = append(append([]byte{}, last...), ch...)
+			}
+			last = ch
 			var primed *State
 			if mm := auth.memo; mm != nil && mm.am == auth.am && reflect.DeepEqual(mm.at, auth.amHeads()) {
 				primed = mm.st
 			}
-			_, got, err := auth.ApplyEditState(ch)
+			h := auth.Heads()
+			ap, err := auth.ApplyEditState(ch)
 			ok(t, err)
+			got := ap.State
+			since, err := auth.ChangesSince(h)
+			ok(t, err)
+			if a, b := changeSet(t, ap.Changes), changeSet(t, since); !reflect.DeepEqual(a, b) {
+				t.Fatalf("the edit's changes %v, ChangesSince %v", a, b)
+			}
 			want := stateOf(t, replicaOf(t, auth)) // read elsewhere: auth's last State stays the one returned
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("ApplyEditState's State\n%+v\nState after the edit\n%+v", got, want)
@@ -79,4 +92,17 @@ func TestApplyEditStateMatchesState(t *testing.T) {
 			}
 		}
 	})
+}
+
+// changeSet is the set of change hashes a batch holds.
+func changeSet(t fataler, batch []byte) map[ChangeHash]bool {
+	chunks, err := splitChunks(batch)
+	ok(t, err)
+	parsed, err := parseChangeList(chunks)
+	ok(t, err)
+	out := map[ChangeHash]bool{}
+	for _, c := range parsed {
+		out[c.hash] = true
+	}
+	return out
 }

@@ -313,8 +313,6 @@ type txn struct {
 	// states holds documents' checked states computed while staging, so
 	// commit need not read them again.
 	states map[string]*crdt.State
-	// lastChunk is the incremental chunk persistDraft staged per decision.
-	lastChunk map[string][]byte
 	// rebased holds the documents persistDraft rebased (see rebase); they
 	// replace the decisions' documents when the transaction commits.
 	rebased map[string]*crdt.Doc
@@ -332,7 +330,7 @@ func (a *Authority) begin(ctx context.Context) (*txn, error) {
 	}
 	a.open = &txn{a: a, records: map[string]*Record{}, created: map[string]*decision{},
 		touched: map[string]crdt.Heads{}, chunks: map[string]int{}, states: map[string]*crdt.State{},
-		lastChunk: map[string][]byte{}, rebased: map[string]*crdt.Doc{}}
+		rebased: map[string]*crdt.Doc{}}
 	return a.open, nil
 }
 
@@ -377,6 +375,14 @@ func (t *txn) touch(id string) {
 // crdt.Load's limits; a document whose values alone would not is refused
 // with too_large (an error wrapping crdt.ErrBudget).
 func (t *txn) persistDraft(id string, before crdt.Heads) error {
+	return t.persistChanges(id, before, nil)
+}
+
+// persistChanges is persistDraft for a caller that holds the changes made
+// since before (a draft edit's, crdt.AppliedEdit.Changes), which it stores
+// as they are instead of asking the document for them: automerge 0.5
+// finds the changes since a revision by walking the whole history.
+func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	d := t.decision(id)
 	if b := d.doc.Budget(); b.NeedsRebase() || b.Outgrown(d.state.LiveOps()) {
 		return t.rebase(id)
@@ -395,19 +401,20 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 		}
 		t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: snap, Snapshot: true})
 		t.chunks[id] = 0
-		delete(t.lastChunk, id)
 		return nil
 	}
-	chunk, err := d.doc.ChangesSince(before)
-	if err != nil {
-		return err
+	chunk := since
+	if chunk == nil {
+		var err error
+		if chunk, err = d.doc.ChangesSince(before); err != nil {
+			return err
+		}
 	}
 	if len(chunk) == 0 {
 		return nil
 	}
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
 	t.chunks[id] = n + 1
-	t.lastChunk[id] = chunk
 	return nil
 }
 
@@ -431,7 +438,6 @@ func (t *txn) rebase(id string) error {
 	t.write.Drafts = slices.DeleteFunc(t.write.Drafts, func(p persist.DraftPut) bool { return p.Decision == id })
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: snap, Snapshot: true})
 	t.chunks[id] = 0
-	delete(t.lastChunk, id)
 	t.rebased[id] = nd
 	nb := nd.Budget()
 	t.a.opts.Logger.Info("rebased a decision's document", "doc", t.a.opts.Doc, "decision", id,

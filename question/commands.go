@@ -171,31 +171,26 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	t.touch(id)
 	// The State after the edit is built on the last one read, re-reading
 	// only the drafts the edit changes (crdt.Doc.ApplyEditState).
-	fresh, st, err := d.doc.ApplyEditState(changes)
-	if err != nil && len(fresh) == 0 {
+	ap, err := d.doc.ApplyEditState(changes)
+	if err != nil && len(ap.Fresh) == 0 {
 		return Edited{}, t.fail(applyRefusal(d.doc, err))
 	}
-	if len(fresh) == 0 {
+	if len(ap.Fresh) == 0 {
 		t.end()
 		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
 	}
 	if err != nil {
 		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})
 	}
-	if r := a.checkEdit(d, st); r != nil {
+	if r := a.checkEdit(d, ap.State); r != nil {
 		return Edited{}, t.fail(r)
 	}
-	t.states[id] = st
-	if err := t.persistDraft(id, before); err != nil {
+	t.states[id] = ap.State
+	if err := t.persistChanges(id, before, ap.Changes); err != nil {
 		return Edited{}, t.fail(draftRefusal(err))
 	}
 	_, rebased := t.rebased[id]
-	newChanges, ok := t.lastChunk[id]
-	if !ok && !rebased { // the draft was compacted: the chunk stored is a snapshot
-		if newChanges, err = d.doc.ChangesSince(before); err != nil {
-			return Edited{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot encode the changes", Err: err})
-		}
-	}
+	newChanges := ap.Changes
 	if err := t.commit(ctx); err != nil {
 		return Edited{}, err
 	}
