@@ -77,17 +77,20 @@ func runChild(name string) error {
 		return err
 	}
 	ctx := context.Background()
+	// A busy machine can keep a fresh R3 stream or bucket without a leader
+	// for longer than one request's timeout: each is retried for a while.
 	var js *jetstream.Store
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: 3, Timeout: 5 * time.Second}); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
+	if err := retryStarting(func() (err error) {
+		js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: 3, Timeout: 5 * time.Second})
+		return err
+	}); err != nil {
 		return err
 	}
-	chat, err := openKVChat(ctx, nc)
-	if err != nil {
+	var chat *kvChat
+	if err := retryStarting(func() (err error) {
+		chat, err = openKVChat(ctx, nc)
+		return err
+	}); err != nil {
 		return err
 	}
 	store := cluster.NewFencedStore(js)
@@ -123,20 +126,24 @@ func runChild(name string) error {
 	if err != nil {
 		return err
 	}
-	router, err := cluster.New(ctx, srv, cluster.Options{
-		Conn: nc, Node: name, URL: "http://" + ln.Addr().String() + "/", Replicas: 3,
-		LeaseTTL: ttl, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
-		Acquired: func(doc string) {
-			host.Members.Add(doc, question.Member{Login: plannerOwner, Write: true})
-			host.Runtime.SetOwner(doc, plannerOwner)
-			mu.Lock()
-			d := driver
-			mu.Unlock()
-			if d != nil {
-				d.Watch(doc)
-				d.Poke(doc)
-			}
-		},
+	var router *cluster.Router
+	err = retryStarting(func() (err error) {
+		router, err = cluster.New(ctx, srv, cluster.Options{
+			Conn: nc, Node: name, URL: "http://" + ln.Addr().String() + "/", Replicas: 3,
+			LeaseTTL: ttl, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
+			Acquired: func(doc string) {
+				host.Members.Add(doc, question.Member{Login: plannerOwner, Write: true})
+				host.Runtime.SetOwner(doc, plannerOwner)
+				mu.Lock()
+				d := driver
+				mu.Unlock()
+				if d != nil {
+					d.Watch(doc)
+					d.Poke(doc)
+				}
+			},
+		})
+		return err
 	})
 	if err != nil {
 		return err
@@ -179,6 +186,18 @@ func (c *kvChat) dieAt(point string) {
 	if c.die == point {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
+	}
+}
+
+// retryStarting runs start until it succeeds or 30 s have passed.
+func retryStarting(start func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := start()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
