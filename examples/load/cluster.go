@@ -242,6 +242,18 @@ func fanOut(cs []*client, writer *client, writes int, seenMu *sync.Mutex, last m
 // writes per second until all hold the same heads.
 func throughput(cs []*client, per int) (float64, error) {
 	start := time.Now()
+	if err := writeEach(cs, per); err != nil {
+		return 0, err
+	}
+	if !waitSame(cs, 60*time.Second) {
+		return 0, errors.New("the writers did not converge")
+	}
+	return float64(per*len(cs)) / time.Since(start).Seconds(), nil
+}
+
+// writeEach has every client make per marks at once, each waiting for its
+// reply before the next.
+func writeEach(cs []*client, per int) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(cs))
 	for wi, cl := range cs {
@@ -261,13 +273,10 @@ func throughput(cs []*client, per int) (float64, error) {
 	wg.Wait()
 	select {
 	case err := <-errc:
-		return 0, err
+		return err
 	default:
+		return nil
 	}
-	if !waitSame(cs, 60*time.Second) {
-		return 0, errors.New("the writers did not converge")
-	}
-	return float64(per*len(cs)) / time.Since(start).Seconds(), nil
 }
 
 func waitSame(cs []*client, timeout time.Duration) bool {

@@ -673,29 +673,8 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		}
 		per := writes / n
 		start := time.Now()
-		var wg sync.WaitGroup
-		errc := make(chan error, n)
-		for wi, cl := range cs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range per {
-					if _, err := cl.mark(wi*7 + i); err != nil {
-						errc <- err
-						return
-					}
-					if _, err := cl.reply(60 * time.Second); err != nil {
-						errc <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		select {
-		case err := <-errc:
+		if err := writeEach(cs, per); err != nil {
 			return err
-		default:
 		}
 		converged := false
 		deadline := time.Now().Add(60 * time.Second)
