@@ -52,15 +52,9 @@ func splitChunks(batch []byte) ([][]byte, error) {
 // and apply it later unchecked), and every change must carry exactly its
 // actor's next sequence number (a gap poisons the document: automerge
 // panics on the next sync message or incremental save). It returns the
-// hashes of the changes new to d and the per-actor counts after them.
-func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, map[string]uint64, error) {
-	fresh, _, counts, err := d.checkFreshChanges(chunks)
-	return fresh, counts, err
-}
-
-// checkFreshChanges is checkChanges, also returning the indices in chunks
-// of the changes new to d.
-func (d *Doc) checkFreshChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uint64, error) {
+// hashes of the changes new to d, their indices in chunks, and the
+// per-actor counts after them.
+func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uint64, error) {
 	parsed, err := parseChangeList(chunks)
 	if err != nil {
 		return nil, nil, nil, err

@@ -402,7 +402,8 @@ func (d *Doc) ChangesSince(heads Heads) ([]byte, error) {
 // depend only on changes already in d or in the batch; otherwise
 // nothing is applied and the error wraps ErrMissingDeps.
 func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
-	return d.apply(batch, false)
+	fresh, _, err := d.applyChecked(batch, false)
+	return fresh, err
 }
 
 // ApplyEdit applies a member's draft edit like ApplyChanges, and refuses
@@ -411,16 +412,12 @@ func (d *Doc) ApplyChanges(batch []byte) ([]ChangeHash, error) {
 // and splice written answers, of any generation, and nothing else. The
 // authority applies every change from a member through it.
 func (d *Doc) ApplyEdit(batch []byte) ([]ChangeHash, error) {
-	return d.apply(batch, true)
-}
-
-func (d *Doc) apply(batch []byte, edit bool) ([]ChangeHash, error) {
-	fresh, _, err := d.applyChecked(batch, edit)
+	fresh, _, err := d.applyChecked(batch, true)
 	return fresh, err
 }
 
-// applyChecked is apply, also returning what the checks learned of the
-// batch.
+// applyChecked applies a batch within MaxChangesBytes (applyBatch) and
+// returns what the checks learned of it.
 func (d *Doc) applyChecked(batch []byte, edit bool) ([]ChangeHash, batchCheck, error) {
 	if len(batch) == 0 {
 		return nil, batchCheck{}, nil
@@ -490,7 +487,7 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	if err != nil {
 		return nil, batchCheck{}, err
 	}
-	fresh, freshIdx, counts, err := d.checkFreshChanges(chunks)
+	fresh, freshIdx, counts, err := d.checkChanges(chunks)
 	if err != nil {
 		if errors.Is(err, ErrMissingDeps) {
 			return nil, batchCheck{}, err
