@@ -75,6 +75,9 @@ type replica struct {
 	orphan string
 	// file is what Options.Dir holds of the replica.
 	file fileState
+	// rebases counts the rebased documents the replica took: one taken
+	// after a reply holds that reply's effect, whatever its history.
+	rebases uint64
 	// reset is the refusal that last reset the replica, until a Flush
 	// reports it; droppedAt is seq at that reset.
 	reset     error
@@ -102,6 +105,9 @@ type request struct {
 type result struct {
 	reply *wire.Reply
 	err   error
+	// rebases is the decision's replica's rebase count when the reply
+	// arrived (see waitHeads).
+	rebases uint64
 }
 
 // Dial starts a client of the document at url (the server's WebSocket
@@ -751,7 +757,11 @@ func (c *Client) applyReply(s *session, m *wire.Reply) {
 	}
 	if r := s.pending[m.RID]; r != nil {
 		delete(s.pending, m.RID)
-		r.reply <- result{reply: m}
+		res := result{reply: m}
+		if rep := c.reps[m.ID]; rep != nil {
+			res.rebases = rep.rebases
+		}
+		r.reply <- res
 	}
 }
 

@@ -20,11 +20,25 @@
 // arrived returns.
 //
 // Requests (Submit, Reopen, Discard, Expand, SetWhy, AppendOption,
-// AppendCriterion, Create) wait for their reply, bounded by their context,
-// and for a connection when there is none. A refusal is a
-// *question.Refusal: test it with errors.Is(err, question.ErrStale) and
-// the other sentinels. Submit first waits until the replica's edits are
-// accepted, so the revision it claims is the one displayed.
+// AppendCriterion, Create, the findings calls) wait for their reply,
+// bounded by their context, and for a connection when there is none. A
+// refusal is a *question.Refusal: test it with errors.Is(err,
+// question.ErrStale) and the other sentinels. Submit first waits until
+// the replica's edits are accepted, so the revision it claims is the one
+// displayed.
+//
+// Every call that returns success returns ready: the local replica,
+// Draft, Record and Definition already show its effect, so the next call
+// can build on it. Reopen returns once the replica holds the fresh draft
+// (an edit right after goes into the new generation, and a save of it
+// succeeds); AppendOption and AppendCriterion once the new cells can be
+// marked; Create once the new decisions' documents are here; the calls
+// that change only the record (SetWhy, Discard, the findings calls) once
+// their reply's record is adopted. The server's reply names the heads
+// the request produced, and the client waits until its replica holds
+// them (docs/PROTOCOL.md, "Ready when it returns"). If ctx ends first,
+// the call returns an error wrapping ErrNoReplica and ctx's error: the
+// request took effect and its changes are still on their way.
 //
 // When the connection is lost the client backs off (exponential, jittered)
 // and redials. Its hello lists, per decision, the last revision the server

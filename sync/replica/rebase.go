@@ -45,6 +45,7 @@ func isRebased(rep *replica, srv *crdt.Doc) bool {
 func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.Heads) {
 	old, base := rep.doc, rep.accepted
 	rep.doc, rep.accepted, rep.durable, rep.held = srv, accepted, accepted, nil
+	rep.rebases++
 	rep.file.saved = nil // the log holds the old history: a snapshot next
 	if rep.inflight != "" {
 		rep.orphan = rep.inflight

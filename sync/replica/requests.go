@@ -37,11 +37,50 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		if !res.reply.OK {
 			return res.reply, &question.Refusal{Reason: res.reply.Reason, Message: res.reply.Message, Reset: res.reply.Reset}
 		}
+		if err := c.waitHeads(ctx, res); err != nil {
+			return res.reply, err
+		}
 		return res.reply, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.ctx.Done():
 		return nil, ErrClosed
+	}
+}
+
+// waitHeads waits, bounded by ctx, until the replica of the decision a
+// successful reply names holds the heads the reply carries: the server
+// announces a request's changes (a reopen's fresh draft, an appended
+// option) as question:changes or question:doc frames that may reach the
+// client after the reply, and a call returns only once its effect shows
+// in the local document. A connection lost meanwhile is redialled; the
+// reconnect's catch-up brings the heads, or a rebased document that holds
+// the effect under another history.
+func (c *Client) waitHeads(ctx context.Context, res result) error {
+	r := res.reply
+	if r.ID == "" || len(r.Heads) == 0 {
+		return nil
+	}
+	want, err := parseWireHeads(r.Heads)
+	if err != nil {
+		return fmt.Errorf("%w: reply heads: %v", ErrProtocol, err)
+	}
+	for {
+		c.mu.Lock()
+		rep := c.reps[r.ID]
+		ready := rep != nil && (rep.doc.Has(want) || rep.rebases != res.rebases)
+		wait := c.changed
+		c.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for the decision's changes: %w", ErrNoReplica, ctx.Err())
+		case <-c.ctx.Done():
+			return ErrClosed
+		}
 	}
 }
 

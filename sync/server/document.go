@@ -1036,9 +1036,22 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 		d.replyTo(c, d.refusal(m.Header, m.ID, err))
 		return
 	}
-	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec})
+	// The event and the authority's changes go before the reply, and the
+	// reply names the heads after them: a client returns from the request
+	// once its replica holds those heads (a reopen's fresh generation), so
+	// its next edit builds on them.
 	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: event}, ID: m.ID, Record: &rec, By: c.member.Login})
 	d.broadcastChanges(m.ID, before, c.member.Login)
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec, Heads: d.headsOf(m.ID)})
+}
+
+// headsOf returns a decision's accepted heads, as the wire carries them.
+func (d *document) headsOf(id string) []string {
+	_, cur, err := d.auth.Draft(id)
+	if err != nil {
+		return nil
+	}
+	return heads(cur)
 }
 
 // broadcastDoc announces a decision's whole accepted document to every
@@ -1096,11 +1109,14 @@ func (d *document) appendItem(ctx context.Context, c *conn, m *wire.Append) {
 		r.Option, ev.Option = &opt, &opt
 		ev.Kind = wire.KindOptionAdded
 	}
-	d.replyTo(c, r)
+	// As for target: the event and the changes first, then the reply with
+	// the heads that hold the new cells.
 	if !res.Repeated {
 		d.broadcast(nil, ev)
 		d.broadcastChanges(m.ID, before, c.member.Login)
 	}
+	r.Heads = d.headsOf(m.ID)
+	d.replyTo(c, r)
 }
 
 // why follows the spec's order: commit, announce question:meta, reply.

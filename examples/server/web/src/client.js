@@ -95,6 +95,12 @@ export class Client {
     this.stopped = false;
     /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
     this.pending = new Map();
+    /**
+     * Successful replies whose changes have not arrived yet, by rid: a
+     * request resolves once the replica shows its effect (see reply).
+     * @type {Map<string, {id: string, heads: string[], reply: any, p: {resolve: (m: any) => void, timer: any}}>}
+     */
+    this.arriving = new Map();
     /** @type {Map<string, string>} idempotency keys of appends awaiting a definite answer */
     this.appendKeys = new Map();
     /** @type {Set<() => void>} */
@@ -183,6 +189,13 @@ export class Client {
     this.ws = null;
     if (ws) ws.close(1000, "bye");
     this.failPending("disconnected");
+    // Accepted, but their changes will not come: the caller learns the
+    // outcome now rather than at the timeout.
+    for (const a of this.arriving.values()) {
+      clearTimeout(a.p.timer);
+      a.p.resolve(a.reply);
+    }
+    this.arriving.clear();
     this.conn = "closed";
     this.notify();
   }
@@ -328,6 +341,7 @@ export class Client {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(rid);
+        this.arriving.delete(rid);
         resolve({ kind, rid, ok: false, reason: "timeout" });
         this.notify();
       }, 30000);
@@ -417,8 +431,9 @@ export class Client {
   applyDoc(m) {
     const d = this.decision(m.id);
     const srv = R.load(/** @type {Uint8Array} */ (m.doc));
-    this.adoptDoc(d, srv);
+    const how = this.adoptDoc(d, srv);
     d.synced = true;
+    if (this.arriving.size) this.arrived(d.id, how === "rebased");
     this.restoreEdited(d);
     this.push(d);
   }
@@ -545,6 +560,7 @@ export class Client {
     if (heads.length && knows(d, heads)) d.accepted = heads;
     settle(d);
     d.synced = true;
+    if (this.arriving.size) this.arrived(d.id, false);
     this.push(d);
   }
 
@@ -575,10 +591,47 @@ export class Client {
       if (m.definition && m.id) this.adoptDefinition(m.id, m.definition);
     }
     const p = this.pending.get(m.rid);
-    if (p) {
-      this.pending.delete(m.rid);
-      clearTimeout(p.timer);
-      p.resolve(m);
+    if (!p) return;
+    this.pending.delete(m.rid);
+    // Ready when it resolves: a reply naming heads (a reopen's fresh
+    // draft, an appended option or criterion) resolves once the replica
+    // holds them, so the caller's next edit builds on its effect. The
+    // server sends the changes first, but they may arrive later.
+    const heads = m.ok && m.id && Array.isArray(m.heads) ? m.heads : [];
+    if (heads.length && !this.holdsHeads(m.id, heads)) {
+      this.arriving.set(m.rid, { id: m.id, heads, reply: m, p });
+      return;
+    }
+    clearTimeout(p.timer);
+    p.resolve(m);
+  }
+
+  /**
+   * Whether the decision's replica holds every one of heads.
+   * @param {string} id
+   * @param {string[]} heads
+   */
+  holdsHeads(id, heads) {
+    const d = this.decisions.get(id);
+    if (!d || !d.doc) return false;
+    // knows is cheap; holds walks the history, so it runs only when the
+    // reply's heads are not among those the replica has seen.
+    return knows(d, heads) || R.holds(d.doc, heads);
+  }
+
+  /**
+   * Resolves the replies waiting for a decision's changes: those whose
+   * heads the replica now holds, or all of them after a rebased document
+   * (which holds their effect under another history).
+   * @param {string} id
+   * @param {boolean} rebased
+   */
+  arrived(id, rebased) {
+    for (const [rid, a] of this.arriving) {
+      if (a.id !== id || (!rebased && !this.holdsHeads(id, a.heads))) continue;
+      this.arriving.delete(rid);
+      clearTimeout(a.p.timer);
+      a.p.resolve(a.reply);
     }
   }
 
@@ -601,6 +654,7 @@ export class Client {
       // rebased document and go out again, so nothing is lost and there is
       // nothing to tell.
       this.adoptDoc(d, srv);
+      if (this.arriving.size) this.arrived(d.id, true);
     } else if (m.reset && m.doc) {
       d.doc = srv || R.load(m.doc);
       d.accepted = R.heads(d.doc);

@@ -34,6 +34,8 @@
 //                                   on, multiple} or settext {q, text}
 //   decision {name, id}             {state, heads, accepted, edited,
 //                                   inflight, note} of one decision
+//   request {name, kind, fields}    {rid}: starts a request (Client.request)
+//   settled {name, rid}             {settled, reply}: whether it resolved
 //
 // Run by hand: node test/interop.mjs < commands.jsonl
 
@@ -53,6 +55,8 @@ const A = R.A;
 const docs = new Map();
 /** @type {Map<string, {c: Client, out: Uint8Array[]}>} */
 const clients = new Map();
+/** @type {Map<string, {settled: boolean, reply: any}>} requests started by the request command, by rid */
+const requests = new Map();
 // The client only reads WebSocket.OPEN; Node 20 has no WebSocket.
 globalThis.WebSocket ??= /** @type {any} */ ({ OPEN: 1 });
 
@@ -147,6 +151,24 @@ const handlers = {
     else if (m.op === "settext") c.setText(m.id, m.q, m.text);
     else throw new Error(`unknown edit ${m.op}`);
     return {};
+  },
+  request: (m) => {
+    const { c } = client(m.name);
+    const p = c.request(m.kind, m.fields ?? {});
+    const rid = "r" + c.rid;
+    const r = { settled: false, reply: null };
+    requests.set(rid, r);
+    p.then((reply) => {
+      r.settled = true;
+      r.reply = reply;
+    });
+    return { rid };
+  },
+  settled: async (m) => {
+    await Promise.resolve(); // let resolved promises run their callbacks
+    const r = requests.get(m.rid);
+    if (!r) throw new Error(`no request ${m.rid}`);
+    return { settled: r.settled, reply: r.reply && { ok: r.reply.ok, reason: r.reply.reason ?? "" } };
   },
   decision: (m) => {
     const d = client(m.name).c.decisions.get(m.id);
