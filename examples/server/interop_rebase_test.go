@@ -280,6 +280,67 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 	}
 }
 
+// The JavaScript client carries its net intent, as the Go replica does
+// (docs/PROTOCOL.md, Rebase): a deselect of the single choice it saw
+// leaves an option another member chose in the rebased history chosen,
+// and a select of its own replaces theirs.
+func TestInteropRebaseCarriesIntent(t *testing.T) {
+	js := startJS(t)
+	p := &pageClient{t: t, js: js, name: "ana"}
+	js.call("client", map[string]any{"name": "ana", "member": "ana"})
+
+	g, err := crdt.New(crdt.Options{})
+	must(t, err)
+	must(t, g.AddQuestion(qText))
+	must(t, g.AddQuestion(qPick))
+	must(t, g.AddQuestion(qMany))
+	must(t, g.StartGeneration(1))
+	must(t, g.Choose("q-pick", "o1", true))
+	must(t, g.Choose("q-many", "m1", true))
+	p.frame(&wire.Welcome{Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: "interop", Member: "ana", Write: true,
+		Records: []question.Record{rebaseRecord}})
+	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: g.Save(), Heads: hexHeads(g.Heads())})
+
+	// Ana deselects o1 and m1; meanwhile Ben chose o2 and m2, accepted
+	// after a rebase.
+	p.edit("choose", map[string]any{"q": "q-pick", "o": "o1", "on": false, "multiple": false})
+	p.oneEdit()
+	p.edit("choose", map[string]any{"q": "q-many", "o": "m1", "on": false, "multiple": true})
+	h := freshCopy(t, g)
+	must(t, h.Choose("q-pick", "o2", true))
+	must(t, h.Choose("q-many", "m2", true))
+	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: h.Save(), Heads: hexHeads(h.Heads())})
+	st, heads, _, _ := p.decision()
+	if pick, many := goDraft(st, "q-pick"), goDraft(st, "q-many"); !equalJSON(pick["choices"], []string{"o2"}) || !equalJSON(many["choices"], []string{"m2"}) {
+		t.Fatalf("after carrying deselects over Ben's choices: q-pick %v, q-many %v; want [o2] and [m2]", pick["choices"], many["choices"])
+	}
+	carried := p.oneEdit()
+	if _, err := h.ApplyChanges(carried.Changes); err != nil {
+		t.Fatalf("Go cannot apply the carried-over edit: %v", err)
+	}
+	sameHeads(t, "after the carried-over deselects", h.Heads(), heads)
+	sameValues(t, "after the carried-over deselects", goState(t, h), st)
+	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: carried.RID}, ID: "d1", OK: true, Heads: hexHeads(h.Heads())})
+
+	// Ana selects o3; meanwhile Ben chose o1 again, accepted after another
+	// rebase: Ana's select replaces it.
+	p.edit("choose", map[string]any{"q": "q-pick", "o": "o3", "on": true, "multiple": false})
+	p.oneEdit()
+	k := freshCopy(t, h)
+	must(t, k.Choose("q-pick", "o1", true))
+	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: k.Save(), Heads: hexHeads(k.Heads())})
+	st, heads, _, _ = p.decision()
+	if pick := goDraft(st, "q-pick"); !equalJSON(pick["choices"], []string{"o3"}) {
+		t.Fatalf("after carrying a select over Ben's choice: q-pick %v, want [o3]", pick["choices"])
+	}
+	carried = p.oneEdit()
+	if _, err := k.ApplyChanges(carried.Changes); err != nil {
+		t.Fatalf("Go cannot apply the carried-over select: %v", err)
+	}
+	sameHeads(t, "after the carried-over select", k.Heads(), heads)
+	sameValues(t, "after the carried-over select", goState(t, k), st)
+}
+
 func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -65,10 +65,16 @@ func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.He
 // base, as fresh changes of to's actor, and returns how many it made. Only
 // the values of the current generation carry: if to has moved to another
 // generation, or old's edits were made on an earlier one, nothing does.
-// Each value is compared with old as of base, so a value the replica did
-// not change keeps whatever to holds:
+// What carries is the replica's net intent: each value is compared with
+// old as of base (what the replica edited from), so a value the replica
+// did not change keeps whatever to holds (docs/PROTOCOL.md, Rebase):
 //   - a mark cell the replica set (or cleared) is set so again;
-//   - an option the replica selected or deselected is chosen so again;
+//   - in a multiple choice, an option the replica selected or deselected
+//     is chosen so again;
+//   - in a single choice, an option the replica selected is chosen again,
+//     which replaces to's choice; if the replica only deselected its
+//     accepted choice, that option is deselected where to still holds it,
+//     and another option chosen in to stays chosen;
 //   - a written answer gets the splice that turned the accepted text into
 //     the replica's text, applied where that span sits in to's text (if
 //     to's text no longer keeps the span's surroundings, the replica's text
@@ -91,10 +97,11 @@ func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cur, err := to.Draft()
+	st, err := to.State()
 	if err != nil {
 		return 0, err
 	}
+	cur := st.Drafts[st.Generation]
 	if now.Generation != was.Generation || cur.Generation != now.Generation {
 		return 0, nil
 	}
@@ -123,14 +130,25 @@ func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
 			}
 			apply(to.SetMark(q, cell.Option, cell.Criterion, m))
 		}
-		for _, o := range accepted.Choices {
-			if !slices.Contains(local.Choices, o) {
-				apply(to.Choose(q, o, false))
+		if shape := st.Questions[q]; shape != nil && !shape.Written && !shape.Multiple {
+			mine, seen, theirs := first(local.Choices), first(accepted.Choices), first(cur.Questions[q].Choices)
+			switch {
+			case mine == seen:
+			case mine != "":
+				apply(to.Choose(q, mine, true))
+			case theirs == seen:
+				apply(to.Choose(q, seen, false))
 			}
-		}
-		for _, o := range local.Choices {
-			if !slices.Contains(accepted.Choices, o) {
-				apply(to.Choose(q, o, true))
+		} else {
+			for _, o := range accepted.Choices {
+				if !slices.Contains(local.Choices, o) {
+					apply(to.Choose(q, o, false))
+				}
+			}
+			for _, o := range local.Choices {
+				if !slices.Contains(accepted.Choices, o) {
+					apply(to.Choose(q, o, true))
+				}
 			}
 		}
 		if local.Text != accepted.Text {
@@ -139,6 +157,14 @@ func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// first returns a single choice's option, "" for none.
+func first(choices []string) string {
+	if len(choices) == 0 {
+		return ""
+	}
+	return choices[0]
 }
 
 // respliced returns the splice of target that makes the edit the

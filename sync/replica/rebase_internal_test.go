@@ -35,10 +35,13 @@ func TestRespliced(t *testing.T) {
 	}
 }
 
+// fataler is what the helpers below need of a *testing.T or a *rapid.T.
+type fataler interface{ Fatal(args ...any) }
+
 // newShaped returns a document laid out as the authority lays out a
 // decision: a single-choice matrix, a multiple-choice one and a written
 // question.
-func newShaped(t *rapid.T) *crdt.Doc {
+func newShaped(t fataler) *crdt.Doc {
 	d, err := crdt.New(crdt.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +70,7 @@ func newShaped(t *rapid.T) *crdt.Doc {
 
 // copyDraft makes to's draft hold d's values: a document of another
 // history with the same state.
-func copyDraft(t *rapid.T, d crdt.Draft, to *crdt.Doc) {
+func copyDraft(t fataler, d crdt.Draft, to *crdt.Doc) {
 	for q, qd := range d.Questions {
 		for k, m := range qd.Marks {
 			c, _ := marks.ParseKey(k)
@@ -159,10 +162,32 @@ func splitKey(key string) []string {
 	return append(out, key[start:])
 }
 
+// intended is the choice a person expects once the replica's edits are
+// carried onto theirs, the new history's choice (docs/PROTOCOL.md,
+// Rebase): the replica's net intent since accepted, what it edited from,
+// applied to theirs. An option the replica deselected is dropped, and no
+// other; an option it selected is added, and in a single choice replaces
+// whatever theirs holds. Options are a, b, c: option order is sorted
+// order.
+func intended(accepted, local, theirs []string, multiple bool) []string {
+	selected := slices.DeleteFunc(slices.Clone(local), func(o string) bool { return slices.Contains(accepted, o) })
+	deselected := slices.DeleteFunc(slices.Clone(accepted), func(o string) bool { return slices.Contains(local, o) })
+	want := slices.DeleteFunc(slices.Clone(theirs), func(o string) bool { return slices.Contains(deselected, o) })
+	switch {
+	case multiple:
+		want = append(want, selected...)
+	case len(selected) > 0:
+		want = selected
+	}
+	slices.Sort(want)
+	return slices.Compact(want)
+}
+
 // TestCarryProperty: carried onto a document of another history holding
 // the accepted state, the replica's unaccepted edits give exactly the
-// replica's draft; with others' edits on the new history too, every value
-// the replica changed is the replica's and every other value is theirs.
+// replica's draft; with others' edits on the new history too, every mark
+// and written answer the replica changed is the replica's and every other
+// is theirs, and every choice is the one intended gives.
 func TestCarryProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		old := newShaped(t)
@@ -212,24 +237,15 @@ func TestCarryProperty(t *testing.T) {
 						t.Fatalf("cell %s: %q, want %q", key, g, want)
 					}
 				}
-				if q == "many" {
-					in := func(d crdt.Draft) bool { return slices.Contains(d.Questions["many"].Choices, o) }
-					want := in(target)
-					if in(local) != in(accepted) {
-						want = in(local)
-					}
-					if in(got) != want {
-						t.Fatalf("many/%s chosen %v, want %v", o, in(got), want)
-					}
-				}
 			}
 		}
-		if !slices.Equal(local.Questions["one"].Choices, accepted.Questions["one"].Choices) {
-			if !slices.Equal(got.Questions["one"].Choices, local.Questions["one"].Choices) {
-				t.Fatalf("single choice %v, want the replica's %v", got.Questions["one"].Choices, local.Questions["one"].Choices)
+		for _, q := range []string{"one", "many"} {
+			choices := func(d crdt.Draft) []string { return d.Questions[q].Choices }
+			want := intended(choices(accepted), choices(local), choices(target), q == "many")
+			if !slices.Equal(choices(got), want) {
+				t.Fatalf("%s chosen %v, want %v (accepted %v, the replica's %v, theirs %v)",
+					q, choices(got), want, choices(accepted), choices(local), choices(target))
 			}
-		} else if !slices.Equal(got.Questions["one"].Choices, target.Questions["one"].Choices) {
-			t.Fatalf("single choice %v, want theirs %v", got.Questions["one"].Choices, target.Questions["one"].Choices)
 		}
 		lt, at, tt, gt := local.Questions["note"].Text, accepted.Questions["note"].Text, target.Questions["note"].Text, got.Questions["note"].Text
 		switch {
@@ -239,4 +255,173 @@ func TestCarryProperty(t *testing.T) {
 			t.Fatalf("text %q, want the replica's %q", gt, lt)
 		}
 	})
+}
+
+// step is one draft edit of a table case.
+type step func(d *crdt.Doc) error
+
+func choose(q, o string, on bool) step {
+	return func(d *crdt.Doc) error { return d.Choose(q, o, on) }
+}
+
+func mark(q, o, c string, m marks.Mark) step {
+	return func(d *crdt.Doc) error { return d.SetMark(q, o, c, m) }
+}
+
+func splice(pos, del int, ins string) step {
+	return func(d *crdt.Doc) error { return d.SpliceText("note", pos, del, ins) }
+}
+
+// TestCarryIntent: the carry-over rule's cases, each edit named. The
+// replica edits from the accepted draft; others edit the rebased copy of
+// it; the carry puts the replica's net intent on theirs.
+func TestCarryIntent(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		accepted, local, theirs []step
+		one, many               []string
+		marks                   map[string]marks.Mark // "question/option/criterion"
+		text                    string
+		carried                 int // values carry makes again on theirs
+	}{{
+		// The case rapid found (TestCarryProperty), edit for edit.
+		name: "a deselect of a keeps b chosen by another",
+		accepted: []step{choose("one", "a", false), choose("one", "a", false), choose("one", "a", false),
+			choose("one", "a", true), splice(0, 0, "a")},
+		local:  []step{choose("one", "a", false), choose("one", "a", false), choose("one", "a", false), choose("one", "a", false)},
+		theirs: []step{choose("one", "b", true)},
+		one:    []string{"b"}, text: "a",
+		carried: 0,
+	}, {
+		name:     "a deselect of a they kept",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "a", false)},
+		theirs:   []step{mark("one", "b", "x", marks.Yes)},
+		one:      nil, marks: map[string]marks.Mark{"one/b/x": marks.Yes},
+		carried: 1,
+	}, {
+		name:     "a deselect of a they deselected too",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "a", false)},
+		theirs:   []step{choose("one", "a", false)},
+		one:      nil,
+		carried:  0,
+	}, {
+		name:     "a select of c replaces b chosen by another",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "c", true)},
+		theirs:   []step{choose("one", "b", true)},
+		one:      []string{"c"},
+		carried:  1,
+	}, {
+		name:    "a select from none replaces b chosen by another",
+		local:   []step{choose("one", "c", true)},
+		theirs:  []step{choose("one", "b", true)},
+		one:     []string{"c"},
+		carried: 1,
+	}, {
+		name:     "b selected then deselected, from a, nets a deselect of a",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "b", true), choose("one", "b", false)},
+		theirs:   []step{choose("one", "c", true)},
+		one:      []string{"c"},
+		carried:  0,
+	}, {
+		name:     "the latest select counts: a deselect then c",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "a", false), choose("one", "c", true)},
+		theirs:   []step{choose("one", "b", true)},
+		one:      []string{"c"},
+		carried:  1,
+	}, {
+		name:     "no net change: a deselected and selected again",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "a", false), choose("one", "a", true)},
+		theirs:   []step{choose("one", "b", true)},
+		one:      []string{"b"},
+		carried:  0,
+	}, {
+		name:     "a select of what they selected too",
+		accepted: []step{choose("one", "a", true)},
+		local:    []step{choose("one", "b", true)},
+		theirs:   []step{choose("one", "b", true)},
+		one:      []string{"b"},
+		carried:  1,
+	}, {
+		name:     "multiple: each option on its own",
+		accepted: []step{choose("many", "a", true), choose("many", "b", true)},
+		local:    []step{choose("many", "a", false), choose("many", "c", true)},
+		theirs:   []step{choose("many", "b", false), choose("many", "a", true), choose("one", "a", true)},
+		one:      []string{"a"}, many: []string{"c"},
+		carried: 2,
+	}, {
+		name:     "multiple: a deselect keeps the others' selections",
+		accepted: []step{choose("many", "a", true)},
+		local:    []step{choose("many", "a", false)},
+		theirs:   []step{choose("many", "b", true)},
+		many:     []string{"b"},
+		carried:  1,
+	}, {
+		name:     "marks: the cells the replica set or cleared, the others theirs",
+		accepted: []step{mark("one", "a", "x", marks.Yes), mark("one", "b", "y", marks.No)},
+		local:    []step{mark("one", "a", "x", marks.Partly), mark("one", "b", "y", marks.Cleared)},
+		theirs: []step{mark("one", "a", "x", marks.No), mark("one", "b", "y", marks.Yes),
+			mark("one", "c", "x", marks.Yes), mark("many", "a", "x", marks.No)},
+		marks: map[string]marks.Mark{"one/a/x": marks.Partly, "one/b/y": marks.Cleared,
+			"one/c/x": marks.Yes, "many/a/x": marks.No},
+		carried: 2,
+	}, {
+		name:     "text: the replica's splice moves with theirs",
+		accepted: []step{splice(0, 0, "hello world")},
+		local:    []step{splice(5, 0, " brave")},
+		theirs:   []step{splice(0, 0, "Oh, ")},
+		text:     "Oh, hello brave world",
+		carried:  1,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(d *crdt.Doc, steps []step) {
+				for _, s := range steps {
+					if err := s(d); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			old := newShaped(t)
+			run(old, tc.accepted)
+			base := old.Heads()
+			accepted, err := old.Draft()
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := newShaped(t)
+			copyDraft(t, accepted, to)
+			run(old, tc.local)
+			run(to, tc.theirs)
+			n, err := carry(old, base, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.carried {
+				t.Errorf("carried %d values, want %d", n, tc.carried)
+			}
+			got, err := to.Draft()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := got.Questions["one"].Choices; !slices.Equal(g, tc.one) {
+				t.Errorf("single choice %v, want %v", g, tc.one)
+			}
+			if g := got.Questions["many"].Choices; !slices.Equal(g, tc.many) {
+				t.Errorf("multiple choice %v, want %v", g, tc.many)
+			}
+			for key, want := range tc.marks {
+				if g := markOf(got, key); g != want {
+					t.Errorf("cell %s: %q, want %q", key, g, want)
+				}
+			}
+			if g := got.Questions["note"].Text; g != tc.text {
+				t.Errorf("text %q, want %q", g, tc.text)
+			}
+		})
+	}
 }
