@@ -151,7 +151,9 @@ func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
 				}
 			}
 		}
-		if local.Text != accepted.Text {
+		// A target that already reads as the replica's text (its edit
+		// reached the server before the rebase) needs nothing.
+		if local.Text != accepted.Text && local.Text != cur.Questions[q].Text {
 			pos, del, ins := respliced(accepted.Text, local.Text, cur.Questions[q].Text)
 			apply(to.SpliceText(q, pos, del, ins))
 		}
@@ -179,8 +181,11 @@ func respliced(accepted, local, target string) (pos, del int, ins string) {
 	p, s := span(a, l)   // the replica replaced a[p:len(a)-s] with l[p:len(l)-s]
 	op, os := span(a, t) // others replaced a[op:len(a)-os]
 	end, oend := len(a)-s, len(a)-os
+	// Two insertions at one point: the replica's goes after theirs, as the
+	// page's carry-over places it.
+	samePoint := p == end && op == oend && p == op
 	switch {
-	case slices.Equal(a, t) || end <= op:
+	case slices.Equal(a, t) || (end <= op && !samePoint):
 		return p, end - p, string(l[p : len(l)-s])
 	case p >= oend:
 		shift := len(t) - len(a)

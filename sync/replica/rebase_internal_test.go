@@ -19,7 +19,7 @@ func TestRespliced(t *testing.T) {
 		{"hello world", "hello", "Oh, hello world", "Oh, hello"},
 		{"hello world", "hello there", "hello wide world", "hello there"}, // overlap: the replica's text wins
 		{"", "new", "", "new"},
-		{"", "new", "other", "newother"},
+		{"", "new", "other", "othernew"},
 		{"abc", "", "abcd", "d"},
 		{"αβγ", "αxγ", "αβγδ", "αxγδ"}, // code points, not bytes
 		{"same", "same", "changed", "changed"},
@@ -377,6 +377,20 @@ func TestCarryIntent(t *testing.T) {
 		theirs:   []step{splice(0, 0, "Oh, ")},
 		text:     "Oh, hello brave world",
 		carried:  1,
+	}, {
+		// The replica's edit reached the server before its rebase.
+		name:     "text: theirs already reads as the replica's",
+		accepted: []step{splice(0, 0, "hello world")},
+		local:    []step{splice(5, 0, " brave")},
+		theirs:   []step{splice(5, 0, " brave")},
+		text:     "hello brave world",
+		carried:  0,
+	}, {
+		name:    "text: two insertions at one point, the replica's after",
+		local:   []step{splice(0, 0, "new")},
+		theirs:  []step{splice(0, 0, "other")},
+		text:    "othernew",
+		carried: 1,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(d *crdt.Doc, steps []step) {
