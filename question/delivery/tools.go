@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/accord-crdt/accord/question"
@@ -146,9 +147,13 @@ func refusef(format string, args ...any) *question.Refusal {
 // OpenDecisions opens 1 to question.MaxBatch written or choice cards in one
 // durable batch: all of them or none. Each carries the revision the
 // Planner read, its stable key and its passage (related block addresses,
-// primary first), and goes beside its primary block. A key seen before
-// returns that card, whatever became of it. It returns at once; it never
-// waits for answers, and stopping the Planner afterwards withdraws nothing.
+// primary first), and goes beside its primary block. A passage block the
+// plan does not hold is refused (invalid, naming it); a revision the plan
+// cannot have been read at (made up, say), or a passage block changed
+// since it, is refused stale, so no card is placed by prose the Planner
+// never saw. A key seen before returns that card, whatever became of it
+// or of the plan. It returns at once; it never waits for answers, and
+// stopping the Planner afterwards withdraws nothing.
 func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput) ([]Opened, error) {
 	if err := t.checkFocus(call); err != nil {
 		return nil, err
@@ -166,6 +171,34 @@ func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput)
 	kinds := map[string]BlockKind{}
 	for _, b := range snap.Blocks {
 		kinds[b.ID] = b.Kind
+	}
+	// The revisions and blocks the cards name are checked against the
+	// host's document here, outside the authority; the verdicts are used
+	// below for the cards that are not retries.
+	known := map[string]bool{}
+	changed := map[[2]string]bool{} // (revision, block): changed since
+	for _, c := range cards {
+		if _, done := known[c.Revision]; done || c.Revision == "" {
+			continue
+		}
+		if known[c.Revision], err = t.known(ctx, call.Doc, snap, c.Revision); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range cards {
+		if c.Revision == snap.Revision || !known[c.Revision] {
+			continue // nothing changed since the current revision
+		}
+		for _, b := range c.Blocks {
+			if k, ok := kinds[b]; !ok || k == Card {
+				continue
+			}
+			ok, err := t.opts.Document.Unchanged(ctx, call.Doc, b, c.Revision)
+			if err != nil {
+				return nil, fmt.Errorf("delivery: read block %q of %q: %w", b, call.Doc, err)
+			}
+			changed[[2]string{c.Revision, b}] = !ok
+		}
 	}
 	var out []Opened
 	err = t.opts.Authorities.Do(ctx, call.Doc, func(a *question.Authority) error {
@@ -195,6 +228,14 @@ func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput)
 					return refusef("card %d (%s): block %s is not in the document", i+1, c.Key, b)
 				case k == Card:
 					return refusef("card %d (%s): block %s is a decision card, not prose", i+1, c.Key, b)
+				}
+			}
+			if !known[c.Revision] {
+				return unknownRevision(fmt.Sprintf("card %d (%s): revision", i+1, c.Key), c.Revision, snap.Revision)
+			}
+			for _, b := range c.Blocks {
+				if changed[[2]string{c.Revision, b}] {
+					return blockChanged(fmt.Sprintf("card %d (%s)", i+1, c.Key), b, c.Revision)
 				}
 			}
 			reqs[i].Definition = def
@@ -258,6 +299,12 @@ type SingleDecision struct {
 // read; otherwise beside the document's first section (the first heading
 // after an opening title, else the first paragraph); a document with no
 // section gets the card at its end, unlinked. It has no write-up.
+//
+// A named block the plan does not hold, or a decision card, is refused
+// (invalid, naming it), and a revision the plan cannot have been read at
+// is refused stale: the card is never moved to the first section for
+// input that names nothing real. A retry of a key returns its card
+// whatever the plan says now.
 func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) (Opened, error) {
 	if err := t.checkFocus(call); err != nil {
 		return Opened{}, err
@@ -272,7 +319,27 @@ func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) 
 	if err != nil {
 		return Opened{}, err
 	}
-	after, err := t.placement(ctx, call.Doc, in.Revision, in.Block)
+	snap, err := t.opts.Document.Read(ctx, call.Doc)
+	if err != nil {
+		return Opened{}, fmt.Errorf("delivery: read %q: %w", call.Doc, err)
+	}
+	after, err := t.placement(ctx, call.Doc, snap, in.Revision, in.Block)
+	var refused *question.Refusal
+	if errors.As(err, &refused) {
+		// A retry returns its card (P5): it goes where it can, or stays
+		// where it is.
+		var seen bool
+		if err := t.opts.Authorities.Do(ctx, call.Doc, func(a *question.Authority) error {
+			_, seen = a.Lookup(plannerKey(in.Key))
+			return nil
+		}); err != nil {
+			return Opened{}, err
+		}
+		if !seen {
+			return Opened{}, refused
+		}
+		after, err = FirstSection(snap.Blocks), nil
+	}
 	if err != nil {
 		return Opened{}, err
 	}
@@ -291,25 +358,45 @@ func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) 
 	if err != nil {
 		return Opened{}, err
 	}
+	if out.Repeated {
+		// The card stays where it was placed: say so.
+		for _, b := range snap.Blocks {
+			if b.Kind == Card && b.Decision == out.ID {
+				out.After, out.Link = b.Link, b.Link
+			}
+		}
+	}
 	return out, t.place(ctx, call.Doc, []Opened{out})
 }
 
 // placement returns the block an open_decision card goes beside (and is
-// linked to), or "" for the end of the document, unlinked.
-func (t *Tools) placement(ctx context.Context, doc, revision, block string) (string, error) {
-	snap, err := t.opts.Document.Read(ctx, doc)
+// linked to), or "" for the end of the document, unlinked. It refuses a
+// block the plan does not hold or a card (invalid) and a revision that is
+// not known (stale).
+func (t *Tools) placement(ctx context.Context, doc string, snap Snapshot, revision, block string) (string, error) {
+	if block != "" {
+		i := slices.IndexFunc(snap.Blocks, func(b Block) bool { return b.ID == block })
+		switch {
+		case i < 0:
+			return "", refusef("block: the plan holds no block %s; name a block read_plan returns, or omit block", block)
+		case snap.Blocks[i].Kind == Card:
+			return "", refusef("block: %s is a decision card; name the heading or prose block the question concerns", block)
+		}
+	}
+	known, err := t.known(ctx, doc, snap, revision)
 	if err != nil {
-		return "", fmt.Errorf("delivery: read %q: %w", doc, err)
+		return "", err
+	}
+	if !known {
+		return "", unknownRevision("revision", revision, snap.Revision)
 	}
 	if block != "" {
 		ok, err := t.opts.Document.Unchanged(ctx, doc, block, revision)
 		if err != nil {
 			return "", fmt.Errorf("delivery: read block %q of %q: %w", block, doc, err)
 		}
-		for _, b := range snap.Blocks {
-			if ok && b.ID == block && b.Kind != Card {
-				return block, nil
-			}
+		if ok {
+			return block, nil
 		}
 	}
 	return FirstSection(snap.Blocks), nil

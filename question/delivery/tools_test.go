@@ -230,8 +230,12 @@ func TestOpenDecisionPlacement(t *testing.T) {
 	if o := single("none", ""); e.after(o.ID) != "h-onb" {
 		t.Fatalf("no block: after %s", e.after(o.ID))
 	}
-	if o := single("missing", "nope"); e.after(o.ID) != "h-onb" {
-		t.Fatalf("missing block: after %s", e.after(o.ID))
+	// A block the plan does not hold is refused, naming it: the card is
+	// never moved to the first section for it.
+	before := e.count()
+	_, err := e.tools.OpenDecision(bg, call, delivery.SingleDecision{Revision: rev, Key: "missing", Question: "Q?", Block: "nope"})
+	if reason(t, err, question.Invalid); !strings.Contains(err.Error(), "nope") || e.count() != before {
+		t.Fatalf("missing block: %v, %d cards (was %d)", err, e.count(), before)
 	}
 	if again := single("named", "p-ops"); again.ID != named.ID || !again.Repeated {
 		t.Fatalf("repeat = %+v", again)
