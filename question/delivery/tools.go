@@ -534,77 +534,109 @@ func (t *Tools) Suggest(ctx context.Context, call Call, in SuggestInput) error {
 }
 
 // ToolDef is one tool as an agent sees it: a name, a description, the JSON
-// schema of its input and the handler that runs it.
+// schemas of its input and of its result, and the handler that runs it.
 type ToolDef struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON schema of what Handle returns. It is
+	// always an object ("type": "object"): MCP carries a tool's result as
+	// structured content, which must be a JSON object, and clients such as
+	// the official TypeScript SDK check it against this schema.
+	OutputSchema json.RawMessage
 	// Handle decodes input strictly (unknown fields are refused) and runs
-	// the tool; a refusal is a *question.Refusal.
+	// the tool; a refusal is a *question.Refusal. Its result encodes as a
+	// JSON object matching OutputSchema.
 	Handle func(ctx context.Context, call Call, input json.RawMessage) (any, error)
 }
 
-// Definitions returns the tools for a host's agent: open_decisions,
-// open_decision, ask, suggest_choice and anchor_plan, and edit_plan and
-// update_document when the host has an Editor.
+// OpenedDecisions is what open_decisions returns: the cards, in the order
+// they were given.
+type OpenedDecisions struct {
+	Decisions []Opened `json:"decisions"`
+}
+
+// Suggested is what suggest_choice returns.
+type Suggested struct {
+	OK bool `json:"ok"`
+}
+
+// Definitions returns the tools for a host's agent: read_plan,
+// open_decisions, open_decision, ask, suggest_choice and anchor_plan, and
+// edit_plan and update_document when the host has an Editor.
 func (t *Tools) Definitions() []ToolDef {
 	type cards struct {
 		Cards []CardInput `json:"cards"`
 	}
 	defs := []ToolDef{
 		{
-			Name:        "open_decisions",
-			Description: "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the document revision you read, a stable key and its related block addresses (primary first). Written cards use response \"text\", options [] and multiple false. Returns at once; retrying a key returns the same card.",
-			InputSchema: json.RawMessage(openDecisionsSchema),
-			Handle: handler(func(ctx context.Context, call Call, in cards) (any, error) {
-				return t.OpenDecisions(ctx, call, in.Cards)
+			Name:         "read_plan",
+			Description:  "Read the plan document: its current revision and its blocks in order (id, kind, text; decision cards are kind \"card\"), and anchors_pending, the decisions that owe a review. The other tools take this revision and these block ids; read the plan again when a tool refuses with \"stale\".",
+			InputSchema:  json.RawMessage(readPlanSchema),
+			OutputSchema: json.RawMessage(readPlanOutput),
+			Handle: handler(func(ctx context.Context, call Call, _ ReadPlanInput) (ReadPlanResult, error) {
+				return t.ReadPlan(ctx, call)
 			}),
 		},
 		{
-			Name:        "open_decision",
-			Description: "Open one written decision and get its id at once. Give the document revision you read, a stable request key, a concise question, optional context and optionally the one block it concerns. It cannot confirm an answer; people save it.",
-			InputSchema: json.RawMessage(openDecisionSchema),
-			Handle: handler(func(ctx context.Context, call Call, in SingleDecision) (any, error) {
-				return t.OpenDecision(ctx, call, in)
+			Name:         "open_decisions",
+			Description:  "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the plan revision read_plan returned, a stable key and its related block ids (primary first). Written cards use response \"text\", options [] and multiple false. Returns {\"decisions\": [...]} at once; retrying a key returns the same card. A revision the plan never had, or a block changed since it, is refused \"stale\"; a block the plan does not hold, \"invalid\".",
+			InputSchema:  json.RawMessage(openDecisionsSchema),
+			OutputSchema: json.RawMessage(openDecisionsOutput),
+			Handle: handler(func(ctx context.Context, call Call, in cards) (OpenedDecisions, error) {
+				out, err := t.OpenDecisions(ctx, call, in.Cards)
+				return OpenedDecisions{Decisions: out}, err
 			}),
 		},
 		{
-			Name:        "ask",
-			Description: "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
-			InputSchema: json.RawMessage(askSchema),
-			Handle:      handler(t.Ask),
+			Name:         "open_decision",
+			Description:  "Open one written decision and get its id at once. Give the plan revision read_plan returned, a stable request key, a concise question, optional context and optionally the one block it concerns (the card goes beside it; beside the first section if it changed since your revision). It cannot confirm an answer; people save it. A revision the plan never had is refused \"stale\"; a block the plan does not hold, \"invalid\".",
+			InputSchema:  json.RawMessage(openDecisionSchema),
+			OutputSchema: json.RawMessage(openedOutput),
+			Handle:       handler(t.OpenDecision),
 		},
 		{
-			Name:        "suggest_choice",
-			Description: "Suggest, advisorily, which option of an open choice decision you would pick. It never chooses, marks or saves anything; only people save.",
-			InputSchema: json.RawMessage(suggestSchema),
-			Handle: handler(func(ctx context.Context, call Call, in SuggestInput) (any, error) {
+			Name:         "ask",
+			Description:  "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
+			InputSchema:  json.RawMessage(askSchema),
+			OutputSchema: json.RawMessage(askOutput),
+			Handle:       handler(t.Ask),
+		},
+		{
+			Name:         "suggest_choice",
+			Description:  "Suggest, advisorily, which option of an open choice decision you would pick. It never chooses, marks or saves anything; only people save.",
+			InputSchema:  json.RawMessage(suggestSchema),
+			OutputSchema: json.RawMessage(suggestOutput),
+			Handle: handler(func(ctx context.Context, call Call, in SuggestInput) (Suggested, error) {
 				if err := t.Suggest(ctx, call, in); err != nil {
-					return nil, err
+					return Suggested{}, err
 				}
-				return map[string]bool{"ok": true}, nil
+				return Suggested{OK: true}, nil
 			}),
 		},
 		{
-			Name:        "anchor_plan",
-			Description: "After you rewrote a passage that decisions are anchored to, review the replacement passage and anchor them to it: give the revision you reviewed it at, the decisions whose passage you replaced and the replacement's blocks (primary first; at most 8 paragraphs, tables or diagrams in one run, decision cards between them allowed). Every decision sharing their write scope moves with them, in one commit. It never marks an answer as written and never retries a failed write-up.",
-			InputSchema: json.RawMessage(anchorPlanSchema),
-			Handle:      handler(t.AnchorPlan),
+			Name:         "anchor_plan",
+			Description:  "After you rewrote a passage that decisions are anchored to, review the replacement passage and anchor them to it: give the revision you reviewed it at, the decisions whose passage you replaced and the replacement's blocks (primary first; at most 8 paragraphs, tables or diagrams in one run, decision cards between them allowed). Every decision sharing their write scope moves with them, in one commit. It never marks an answer as written and never retries a failed write-up.",
+			InputSchema:  json.RawMessage(anchorPlanSchema),
+			OutputSchema: json.RawMessage(anchorPlanOutput),
+			Handle:       handler(t.AnchorPlan),
 		},
 	}
 	if t.opts.Editor != nil {
 		defs = append(defs,
 			ToolDef{
-				Name:        "edit_plan",
-				Description: "Edit the plan document at the revision you read: edit a block's text, insert a block after another, or delete a block, all or none. The result lists anchors_pending: decisions whose passage your edit replaced; review the new passage and call anchor_plan for them.",
-				InputSchema: json.RawMessage(editPlanSchema),
-				Handle:      handler(t.EditPlan),
+				Name:         "edit_plan",
+				Description:  "Edit the plan document at its current revision (read_plan): edit a block's text, insert a block after another, or delete a block, all or none. Any other revision is refused \"stale\": read the plan again. The result has the new revision and lists anchors_pending: decisions whose passage your edit replaced; review the new passage and call anchor_plan for them.",
+				InputSchema:  json.RawMessage(editPlanSchema),
+				OutputSchema: json.RawMessage(editPlanOutput),
+				Handle:       handler(t.EditPlan),
 			},
 			ToolDef{
-				Name:        "update_document",
-				Description: "Replace the whole plan document, as a workflow run does. Give a block's id to keep that block; blocks without an id are new. Your own cards stay linked (to the nearest surviving heading when their block went); other cards' passages are reported in anchors_pending.",
-				InputSchema: json.RawMessage(updateDocumentSchema),
-				Handle:      handler(t.UpdateDocument),
+				Name:         "update_document",
+				Description:  "Replace the whole plan document, as a workflow run does. Give a block's id to keep that block; blocks without an id are new. Your own cards stay linked (to the nearest surviving heading when their block went); other cards' passages are reported in anchors_pending.",
+				InputSchema:  json.RawMessage(updateDocumentSchema),
+				OutputSchema: json.RawMessage(updateDocumentOutput),
+				Handle:       handler(t.UpdateDocument),
 			},
 		)
 	}

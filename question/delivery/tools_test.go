@@ -122,7 +122,7 @@ func TestOpenDecisionsAllOrNone(t *testing.T) {
 	_, err := def.Handle(bg, call, json.RawMessage(`{"cards":[{"revision":"r1","key":"j","blocks":["p-onb"],"question":"Q?","response":"text","multiple":false}]}`))
 	reason(t, err, question.Invalid)
 	out, err := def.Handle(bg, call, json.RawMessage(`{"cards":[{"revision":"r1","key":"j","blocks":["p-onb"],"question":"Q?","response":"text","options":[],"multiple":false}]}`))
-	if err != nil || len(out.([]delivery.Opened)) != 1 {
+	if err != nil || len(out.(delivery.OpenedDecisions).Decisions) != 1 {
 		t.Fatalf("tool call = %v, %v", out, err)
 	}
 }

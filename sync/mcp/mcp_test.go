@@ -195,15 +195,15 @@ func (r *rig) save(id, answer string) {
 
 func (r *rig) open(t *testing.T, cs *sdk.ClientSession, key string) string {
 	t.Helper()
-	var out []delivery.Opened
+	var out delivery.OpenedDecisions
 	ok(t, cs, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": r.host.Docs.Revision(doc), "key": key, "blocks": []string{"p-onb"},
 		"question": "How should onboarding work?", "response": "text", "options": []any{},
 	}}}, &out)
-	if len(out) != 1 {
+	if len(out.Decisions) != 1 {
 		t.Fatalf("opened %+v", out)
 	}
-	return out[0].ID
+	return out.Decisions[0].ID
 }
 
 // An agent lists the tools with their schemas and opens decisions over
@@ -224,7 +224,7 @@ func TestMCPAgentOpensDecisions(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "suggest_choice", "update_document"}
+	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "read_plan", "suggest_choice", "update_document"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
