@@ -3,11 +3,12 @@ GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
 
-.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check
+.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check mcp-agent
 
-# web-check runs before unit: it installs the page's pinned packages
-# (npm ci), which the Go ↔ JavaScript interoperability test needs.
-test: fmt-check vet web-check unit
+# web-check and mcp-agent run before unit: they install the pinned npm
+# packages (npm ci) that the Go ↔ JavaScript interoperability test and the
+# MCP TypeScript SDK agent test need.
+test: fmt-check vet web-check mcp-agent unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -56,3 +57,12 @@ web-check:
 	if ! diff -rq "$$tmp" dist; then \
 		echo "$(WEB)/dist does not match its sources: run 'make web' and commit web/dist"; exit 1; fi; \
 	echo "web-check: $(WEB)/dist matches its sources"
+
+# mcp-agent installs the MCP TypeScript SDK pinned in
+# examples/server/mcp-agent/package-lock.json, which examples/server's
+# TestMCPTypeScriptAgent runs under Node as an agent would.
+MCP_AGENT := examples/server/mcp-agent
+
+mcp-agent:
+	@cd $(MCP_AGENT) && npm ci --no-audit --no-fund --loglevel=error && \
+	echo "mcp-agent: $(MCP_AGENT)/node_modules installed"

@@ -188,12 +188,12 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	agent := mcpAgent(t, srv.addr, "browser-token")
 	var plan planView
 	getJSON(t, srv.url("/api/plan"), &plan)
-	var opened []delivery.Opened
+	var opened delivery.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
 	}}}, &opened)
-	id := opened[0].ID
+	id := opened.Decisions[0].ID
 	ana.waitCard(id, "open")
 	ana.waitFor("the agent's card beside b3", cardIn(id, "b3", "b3"))
 

@@ -52,6 +52,9 @@ func mcpCall(t *testing.T, cs *sdk.ClientSession, name string, args, out any) {
 	if res.IsError {
 		t.Fatalf("%s: tool error %s", name, txt)
 	}
+	if _, ok := res.StructuredContent.(map[string]any); !ok {
+		t.Fatalf("%s: structured content %T is not a JSON object (MCP requires one): %s", name, res.StructuredContent, txt)
+	}
 	if err := json.Unmarshal([]byte(txt), out); err != nil {
 		t.Fatalf("%s: %v in %s", name, err, txt)
 	}
@@ -77,16 +80,20 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 
 	agent := mcpAgent(t, s.addr, "example-token")
-	var plan struct {
-		Revision string `json:"revision"`
+	// The agent reads the plan the page shows.
+	var plan delivery.ReadPlanResult
+	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
+	var shown planView
+	getJSON(t, base+"/api/plan", &shown)
+	if plan.Revision != shown.Revision || len(plan.Blocks) != len(shown.Blocks) || plan.Blocks[2].ID != shown.Blocks[2].ID {
+		t.Fatalf("read_plan %+v is not the page's plan %+v", plan, shown)
 	}
-	getJSON(t, base+"/api/plan", &plan)
-	var opened []delivery.Opened
+	var opened delivery.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
 	}}}, &opened)
-	id := opened[0].ID
+	id := opened.Decisions[0].ID
 	var page struct {
 		Blocks []struct{ Kind, Decision, Link string } `json:"blocks"`
 	}

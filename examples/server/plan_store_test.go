@@ -33,12 +33,12 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	getJSON(t, base+"/api/plan", &plan)
 	var edited delivery.EditPlanResult
 	mcpCall(t, agent, "edit_plan", map[string]any{"revision": plan.Revision, "edits": []map[string]any{{"op": "edit", "block": "b8", "text": "Existing users switch in June."}}}, &edited)
-	var opened []delivery.Opened
+	var opened delivery.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": edited.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
 	}}}, &opened)
-	id := opened[0].ID
+	id := opened.Decisions[0].ID
 
 	got := make(chan mcp.Awaited, 1)
 	go func() {

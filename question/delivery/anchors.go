@@ -147,7 +147,8 @@ type AnchoredDecision struct {
 // together, in one durable commit of the authority: their saved write-up
 // links and the future scope of their write-ups. The passage must be one
 // passage of the document (CheckPassage) whose blocks have not changed
-// since the revision reviewed (else stale). Receipts stay as they are, so
+// since the revision reviewed (else stale; a revision the plan cannot
+// have been read at is stale too). Receipts stay as they are, so
 // an unwritten answer is never claimed as applied, and failed write-ups
 // stay failed: a Retry keeps the job's id and writes into the passage
 // reviewed here with the saved answers. Cards then move beside the new
@@ -171,6 +172,11 @@ func (t *Tools) AnchorPlan(ctx context.Context, call Call, in AnchorInput) (Anch
 	if err := CheckPassage(snap.Blocks, in.Blocks); err != nil {
 		return Anchored{}, prefix(err, "blocks: ")
 	}
+	if known, err := t.known(ctx, call.Doc, snap, in.Revision); err != nil {
+		return Anchored{}, err
+	} else if !known {
+		return Anchored{}, unknownRevision("revision", in.Revision, snap.Revision)
+	}
 	for _, b := range in.Blocks {
 		ok, err := t.opts.Document.Unchanged(ctx, call.Doc, b, in.Revision)
 		if err != nil {
@@ -192,7 +198,7 @@ func (t *Tools) AnchorPlan(ctx context.Context, call Call, in AnchorInput) (Anch
 	if err != nil {
 		return Anchored{}, err
 	}
-	out := Anchored{Revision: in.Revision, Passage: slices.Clone(in.Blocks), AnchorsPending: pendingAnchors(all, snap.Blocks)}
+	out := Anchored{Revision: in.Revision, Passage: slices.Clone(in.Blocks), Decisions: []AnchoredDecision{}, AnchorsPending: pendingAnchors(all, snap.Blocks)}
 	cards := make([]Placement, 0, len(recs))
 	anchors := make([]Anchor, 0, len(recs))
 	for _, r := range recs {

@@ -6,9 +6,10 @@
 //
 // # What it does
 //
-// Planner tools (Tools, and Tools.Definitions for an agent): open_decisions
-// opens 1 to 10 written or choice cards in one durable batch beside their
-// passages; open_decision opens one written card placed beside a named
+// Planner tools (Tools, and Tools.Definitions for an agent): read_plan
+// returns the plan's revision and blocks, which the other tools name;
+// open_decisions opens 1 to 10 written or choice cards in one durable
+// batch beside their passages; open_decision opens one written card placed beside a named
 // block or the first section; ask opens a card and blocks until a person
 // saves it; suggest_choice stores an advisory suggestion that never
 // resolves anything; anchor_plan, after the Planner rewrote a passage in
@@ -19,6 +20,12 @@
 // anchors_pending, and update_document, a whole-document rewrite after
 // which Rewritten keeps the Planner's own cards linked. A turn focused on
 // a decision's page cannot create decisions in the root document.
+//
+// A revision the plan cannot have been read at (made up, or one that
+// nothing in the plan is unchanged since) is refused stale, and a block
+// the plan does not hold is refused invalid, naming it: a tool never
+// places a card by input that names nothing real. Every tool's result is
+// a JSON object described by its ToolDef.OutputSchema, as MCP requires.
 //
 // The decision_answers queue lives in package question: saving a decision
 // the Planner left open writes its row in the same commit as the save

@@ -61,9 +61,9 @@ func (s Snapshot) Has(r Receipt) bool { return slices.Contains(s.Receipts, r) }
 // Placement puts a decision's card into the document: after block After
 // ("" puts it at the end), linked to block Link ("" leaves it unlinked).
 type Placement struct {
-	Decision string
-	After    string
-	Link     string
+	Decision string `json:"decision"`
+	After    string `json:"after"`
+	Link     string `json:"link"`
 }
 
 // Anchor links a decision to the blocks of its passage.

@@ -130,7 +130,12 @@ func (t *Tools) EditPlan(ctx context.Context, call Call, in EditPlanInput) (Edit
 	}
 	res, err := t.opts.Editor.EditPlan(ctx, call.Doc, in)
 	if errors.Is(err, ErrConflict) {
-		return EditPlanResult{}, &question.Refusal{Reason: question.Stale, Message: "revision: the document moved past " + in.Revision + "; read it again", Err: err}
+		now := "a later one"
+		if snap, rerr := t.opts.Document.Read(ctx, call.Doc); rerr == nil {
+			now = snap.Revision
+		}
+		return EditPlanResult{}, &question.Refusal{Reason: question.Stale, Err: err, Message: fmt.Sprintf(
+			"revision: %q is not the plan's current revision (%s); call read_plan, then edit again", in.Revision, now)}
 	}
 	if err != nil {
 		return EditPlanResult{}, err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/accord-crdt/accord/question"
@@ -146,9 +147,13 @@ func refusef(format string, args ...any) *question.Refusal {
 // OpenDecisions opens 1 to question.MaxBatch written or choice cards in one
 // durable batch: all of them or none. Each carries the revision the
 // Planner read, its stable key and its passage (related block addresses,
-// primary first), and goes beside its primary block. A key seen before
-// returns that card, whatever became of it. It returns at once; it never
-// waits for answers, and stopping the Planner afterwards withdraws nothing.
+// primary first), and goes beside its primary block. A passage block the
+// plan does not hold is refused (invalid, naming it); a revision the plan
+// cannot have been read at (made up, say), or a passage block changed
+// since it, is refused stale, so no card is placed by prose the Planner
+// never saw. A key seen before returns that card, whatever became of it
+// or of the plan. It returns at once; it never waits for answers, and
+// stopping the Planner afterwards withdraws nothing.
 func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput) ([]Opened, error) {
 	if err := t.checkFocus(call); err != nil {
 		return nil, err
@@ -166,6 +171,34 @@ func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput)
 	kinds := map[string]BlockKind{}
 	for _, b := range snap.Blocks {
 		kinds[b.ID] = b.Kind
+	}
+	// The revisions and blocks the cards name are checked against the
+	// host's document here, outside the authority; the verdicts are used
+	// below for the cards that are not retries.
+	known := map[string]bool{}
+	changed := map[[2]string]bool{} // (revision, block): changed since
+	for _, c := range cards {
+		if _, done := known[c.Revision]; done || c.Revision == "" {
+			continue
+		}
+		if known[c.Revision], err = t.known(ctx, call.Doc, snap, c.Revision); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range cards {
+		if c.Revision == snap.Revision || !known[c.Revision] {
+			continue // nothing changed since the current revision
+		}
+		for _, b := range c.Blocks {
+			if k, ok := kinds[b]; !ok || k == Card {
+				continue
+			}
+			ok, err := t.opts.Document.Unchanged(ctx, call.Doc, b, c.Revision)
+			if err != nil {
+				return nil, fmt.Errorf("delivery: read block %q of %q: %w", b, call.Doc, err)
+			}
+			changed[[2]string{c.Revision, b}] = !ok
+		}
 	}
 	var out []Opened
 	err = t.opts.Authorities.Do(ctx, call.Doc, func(a *question.Authority) error {
@@ -195,6 +228,14 @@ func (t *Tools) OpenDecisions(ctx context.Context, call Call, cards []CardInput)
 					return refusef("card %d (%s): block %s is not in the document", i+1, c.Key, b)
 				case k == Card:
 					return refusef("card %d (%s): block %s is a decision card, not prose", i+1, c.Key, b)
+				}
+			}
+			if !known[c.Revision] {
+				return unknownRevision(fmt.Sprintf("card %d (%s): revision", i+1, c.Key), c.Revision, snap.Revision)
+			}
+			for _, b := range c.Blocks {
+				if changed[[2]string{c.Revision, b}] {
+					return blockChanged(fmt.Sprintf("card %d (%s)", i+1, c.Key), b, c.Revision)
 				}
 			}
 			reqs[i].Definition = def
@@ -258,6 +299,12 @@ type SingleDecision struct {
 // read; otherwise beside the document's first section (the first heading
 // after an opening title, else the first paragraph); a document with no
 // section gets the card at its end, unlinked. It has no write-up.
+//
+// A named block the plan does not hold, or a decision card, is refused
+// (invalid, naming it), and a revision the plan cannot have been read at
+// is refused stale: the card is never moved to the first section for
+// input that names nothing real. A retry of a key returns its card
+// whatever the plan says now.
 func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) (Opened, error) {
 	if err := t.checkFocus(call); err != nil {
 		return Opened{}, err
@@ -272,7 +319,27 @@ func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) 
 	if err != nil {
 		return Opened{}, err
 	}
-	after, err := t.placement(ctx, call.Doc, in.Revision, in.Block)
+	snap, err := t.opts.Document.Read(ctx, call.Doc)
+	if err != nil {
+		return Opened{}, fmt.Errorf("delivery: read %q: %w", call.Doc, err)
+	}
+	after, err := t.placement(ctx, call.Doc, snap, in.Revision, in.Block)
+	var refused *question.Refusal
+	if errors.As(err, &refused) {
+		// A retry returns its card (P5): it goes where it can, or stays
+		// where it is.
+		var seen bool
+		if err := t.opts.Authorities.Do(ctx, call.Doc, func(a *question.Authority) error {
+			_, seen = a.Lookup(plannerKey(in.Key))
+			return nil
+		}); err != nil {
+			return Opened{}, err
+		}
+		if !seen {
+			return Opened{}, refused
+		}
+		after, err = FirstSection(snap.Blocks), nil
+	}
 	if err != nil {
 		return Opened{}, err
 	}
@@ -291,25 +358,45 @@ func (t *Tools) OpenDecision(ctx context.Context, call Call, in SingleDecision) 
 	if err != nil {
 		return Opened{}, err
 	}
+	if out.Repeated {
+		// The card stays where it was placed: say so.
+		for _, b := range snap.Blocks {
+			if b.Kind == Card && b.Decision == out.ID {
+				out.After, out.Link = b.Link, b.Link
+			}
+		}
+	}
 	return out, t.place(ctx, call.Doc, []Opened{out})
 }
 
 // placement returns the block an open_decision card goes beside (and is
-// linked to), or "" for the end of the document, unlinked.
-func (t *Tools) placement(ctx context.Context, doc, revision, block string) (string, error) {
-	snap, err := t.opts.Document.Read(ctx, doc)
+// linked to), or "" for the end of the document, unlinked. It refuses a
+// block the plan does not hold or a card (invalid) and a revision that is
+// not known (stale).
+func (t *Tools) placement(ctx context.Context, doc string, snap Snapshot, revision, block string) (string, error) {
+	if block != "" {
+		i := slices.IndexFunc(snap.Blocks, func(b Block) bool { return b.ID == block })
+		switch {
+		case i < 0:
+			return "", refusef("block: the plan holds no block %s; name a block read_plan returns, or omit block", block)
+		case snap.Blocks[i].Kind == Card:
+			return "", refusef("block: %s is a decision card; name the heading or prose block the question concerns", block)
+		}
+	}
+	known, err := t.known(ctx, doc, snap, revision)
 	if err != nil {
-		return "", fmt.Errorf("delivery: read %q: %w", doc, err)
+		return "", err
+	}
+	if !known {
+		return "", unknownRevision("revision", revision, snap.Revision)
 	}
 	if block != "" {
 		ok, err := t.opts.Document.Unchanged(ctx, doc, block, revision)
 		if err != nil {
 			return "", fmt.Errorf("delivery: read block %q of %q: %w", block, doc, err)
 		}
-		for _, b := range snap.Blocks {
-			if ok && b.ID == block && b.Kind != Card {
-				return block, nil
-			}
+		if ok {
+			return block, nil
 		}
 	}
 	return FirstSection(snap.Blocks), nil
@@ -447,77 +534,109 @@ func (t *Tools) Suggest(ctx context.Context, call Call, in SuggestInput) error {
 }
 
 // ToolDef is one tool as an agent sees it: a name, a description, the JSON
-// schema of its input and the handler that runs it.
+// schemas of its input and of its result, and the handler that runs it.
 type ToolDef struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON schema of what Handle returns. It is
+	// always an object ("type": "object"): MCP carries a tool's result as
+	// structured content, which must be a JSON object, and clients such as
+	// the official TypeScript SDK check it against this schema.
+	OutputSchema json.RawMessage
 	// Handle decodes input strictly (unknown fields are refused) and runs
-	// the tool; a refusal is a *question.Refusal.
+	// the tool; a refusal is a *question.Refusal. Its result encodes as a
+	// JSON object matching OutputSchema.
 	Handle func(ctx context.Context, call Call, input json.RawMessage) (any, error)
 }
 
-// Definitions returns the tools for a host's agent: open_decisions,
-// open_decision, ask, suggest_choice and anchor_plan, and edit_plan and
-// update_document when the host has an Editor.
+// OpenedDecisions is what open_decisions returns: the cards, in the order
+// they were given.
+type OpenedDecisions struct {
+	Decisions []Opened `json:"decisions"`
+}
+
+// Suggested is what suggest_choice returns.
+type Suggested struct {
+	OK bool `json:"ok"`
+}
+
+// Definitions returns the tools for a host's agent: read_plan,
+// open_decisions, open_decision, ask, suggest_choice and anchor_plan, and
+// edit_plan and update_document when the host has an Editor.
 func (t *Tools) Definitions() []ToolDef {
 	type cards struct {
 		Cards []CardInput `json:"cards"`
 	}
 	defs := []ToolDef{
 		{
-			Name:        "open_decisions",
-			Description: "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the document revision you read, a stable key and its related block addresses (primary first). Written cards use response \"text\", options [] and multiple false. Returns at once; retrying a key returns the same card.",
-			InputSchema: json.RawMessage(openDecisionsSchema),
-			Handle: handler(func(ctx context.Context, call Call, in cards) (any, error) {
-				return t.OpenDecisions(ctx, call, in.Cards)
+			Name:         "read_plan",
+			Description:  "Read the plan document: its current revision and its blocks in order (id, kind, text; decision cards are kind \"card\"), and anchors_pending, the decisions that owe a review. The other tools take this revision and these block ids; read the plan again when a tool refuses with \"stale\".",
+			InputSchema:  json.RawMessage(readPlanSchema),
+			OutputSchema: json.RawMessage(readPlanOutput),
+			Handle: handler(func(ctx context.Context, call Call, _ ReadPlanInput) (ReadPlanResult, error) {
+				return t.ReadPlan(ctx, call)
 			}),
 		},
 		{
-			Name:        "open_decision",
-			Description: "Open one written decision and get its id at once. Give the document revision you read, a stable request key, a concise question, optional context and optionally the one block it concerns. It cannot confirm an answer; people save it.",
-			InputSchema: json.RawMessage(openDecisionSchema),
-			Handle: handler(func(ctx context.Context, call Call, in SingleDecision) (any, error) {
-				return t.OpenDecision(ctx, call, in)
+			Name:         "open_decisions",
+			Description:  "Open 1 to 10 written or choice decision cards beside your provisional prose, in one durable batch (all or none). Give each the plan revision read_plan returned, a stable key and its related block ids (primary first). Written cards use response \"text\", options [] and multiple false. Returns {\"decisions\": [...]} at once; retrying a key returns the same card. A revision the plan never had, or a block changed since it, is refused \"stale\"; a block the plan does not hold, \"invalid\".",
+			InputSchema:  json.RawMessage(openDecisionsSchema),
+			OutputSchema: json.RawMessage(openDecisionsOutput),
+			Handle: handler(func(ctx context.Context, call Call, in cards) (OpenedDecisions, error) {
+				out, err := t.OpenDecisions(ctx, call, in.Cards)
+				return OpenedDecisions{Decisions: out}, err
 			}),
 		},
 		{
-			Name:        "ask",
-			Description: "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
-			InputSchema: json.RawMessage(askSchema),
-			Handle:      handler(t.Ask),
+			Name:         "open_decision",
+			Description:  "Open one written decision and get its id at once. Give the plan revision read_plan returned, a stable request key, a concise question, optional context and optionally the one block it concerns (the card goes beside it; beside the first section if it changed since your revision). It cannot confirm an answer; people save it. A revision the plan never had is refused \"stale\"; a block the plan does not hold, \"invalid\".",
+			InputSchema:  json.RawMessage(openDecisionSchema),
+			OutputSchema: json.RawMessage(openedOutput),
+			Handle:       handler(t.OpenDecision),
 		},
 		{
-			Name:        "suggest_choice",
-			Description: "Suggest, advisorily, which option of an open choice decision you would pick. It never chooses, marks or saves anything; only people save.",
-			InputSchema: json.RawMessage(suggestSchema),
-			Handle: handler(func(ctx context.Context, call Call, in SuggestInput) (any, error) {
+			Name:         "ask",
+			Description:  "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
+			InputSchema:  json.RawMessage(askSchema),
+			OutputSchema: json.RawMessage(askOutput),
+			Handle:       handler(t.Ask),
+		},
+		{
+			Name:         "suggest_choice",
+			Description:  "Suggest, advisorily, which option of an open choice decision you would pick. It never chooses, marks or saves anything; only people save.",
+			InputSchema:  json.RawMessage(suggestSchema),
+			OutputSchema: json.RawMessage(suggestOutput),
+			Handle: handler(func(ctx context.Context, call Call, in SuggestInput) (Suggested, error) {
 				if err := t.Suggest(ctx, call, in); err != nil {
-					return nil, err
+					return Suggested{}, err
 				}
-				return map[string]bool{"ok": true}, nil
+				return Suggested{OK: true}, nil
 			}),
 		},
 		{
-			Name:        "anchor_plan",
-			Description: "After you rewrote a passage that decisions are anchored to, review the replacement passage and anchor them to it: give the revision you reviewed it at, the decisions whose passage you replaced and the replacement's blocks (primary first; at most 8 paragraphs, tables or diagrams in one run, decision cards between them allowed). Every decision sharing their write scope moves with them, in one commit. It never marks an answer as written and never retries a failed write-up.",
-			InputSchema: json.RawMessage(anchorPlanSchema),
-			Handle:      handler(t.AnchorPlan),
+			Name:         "anchor_plan",
+			Description:  "After you rewrote a passage that decisions are anchored to, review the replacement passage and anchor them to it: give the revision you reviewed it at, the decisions whose passage you replaced and the replacement's blocks (primary first; at most 8 paragraphs, tables or diagrams in one run, decision cards between them allowed). Every decision sharing their write scope moves with them, in one commit. It never marks an answer as written and never retries a failed write-up.",
+			InputSchema:  json.RawMessage(anchorPlanSchema),
+			OutputSchema: json.RawMessage(anchorPlanOutput),
+			Handle:       handler(t.AnchorPlan),
 		},
 	}
 	if t.opts.Editor != nil {
 		defs = append(defs,
 			ToolDef{
-				Name:        "edit_plan",
-				Description: "Edit the plan document at the revision you read: edit a block's text, insert a block after another, or delete a block, all or none. The result lists anchors_pending: decisions whose passage your edit replaced; review the new passage and call anchor_plan for them.",
-				InputSchema: json.RawMessage(editPlanSchema),
-				Handle:      handler(t.EditPlan),
+				Name:         "edit_plan",
+				Description:  "Edit the plan document at its current revision (read_plan): edit a block's text, insert a block after another, or delete a block, all or none. Any other revision is refused \"stale\": read the plan again. The result has the new revision and lists anchors_pending: decisions whose passage your edit replaced; review the new passage and call anchor_plan for them.",
+				InputSchema:  json.RawMessage(editPlanSchema),
+				OutputSchema: json.RawMessage(editPlanOutput),
+				Handle:       handler(t.EditPlan),
 			},
 			ToolDef{
-				Name:        "update_document",
-				Description: "Replace the whole plan document, as a workflow run does. Give a block's id to keep that block; blocks without an id are new. Your own cards stay linked (to the nearest surviving heading when their block went); other cards' passages are reported in anchors_pending.",
-				InputSchema: json.RawMessage(updateDocumentSchema),
-				Handle:      handler(t.UpdateDocument),
+				Name:         "update_document",
+				Description:  "Replace the whole plan document, as a workflow run does. Give a block's id to keep that block; blocks without an id are new. Your own cards stay linked (to the nearest surviving heading when their block went); other cards' passages are reported in anchors_pending.",
+				InputSchema:  json.RawMessage(updateDocumentSchema),
+				OutputSchema: json.RawMessage(updateDocumentOutput),
+				Handle:       handler(t.UpdateDocument),
 			},
 		)
 	}

@@ -122,7 +122,7 @@ func TestOpenDecisionsAllOrNone(t *testing.T) {
 	_, err := def.Handle(bg, call, json.RawMessage(`{"cards":[{"revision":"r1","key":"j","blocks":["p-onb"],"question":"Q?","response":"text","multiple":false}]}`))
 	reason(t, err, question.Invalid)
 	out, err := def.Handle(bg, call, json.RawMessage(`{"cards":[{"revision":"r1","key":"j","blocks":["p-onb"],"question":"Q?","response":"text","options":[],"multiple":false}]}`))
-	if err != nil || len(out.([]delivery.Opened)) != 1 {
+	if err != nil || len(out.(delivery.OpenedDecisions).Decisions) != 1 {
 		t.Fatalf("tool call = %v, %v", out, err)
 	}
 }
@@ -230,8 +230,12 @@ func TestOpenDecisionPlacement(t *testing.T) {
 	if o := single("none", ""); e.after(o.ID) != "h-onb" {
 		t.Fatalf("no block: after %s", e.after(o.ID))
 	}
-	if o := single("missing", "nope"); e.after(o.ID) != "h-onb" {
-		t.Fatalf("missing block: after %s", e.after(o.ID))
+	// A block the plan does not hold is refused, naming it: the card is
+	// never moved to the first section for it.
+	before := e.count()
+	_, err := e.tools.OpenDecision(bg, call, delivery.SingleDecision{Revision: rev, Key: "missing", Question: "Q?", Block: "nope"})
+	if reason(t, err, question.Invalid); !strings.Contains(err.Error(), "nope") || e.count() != before {
+		t.Fatalf("missing block: %v, %d cards (was %d)", err, e.count(), before)
 	}
 	if again := single("named", "p-ops"); again.ID != named.ID || !again.Repeated {
 		t.Fatalf("repeat = %+v", again)

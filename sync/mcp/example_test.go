@@ -48,5 +48,5 @@ func ExampleNewHandler() {
 	}
 	slices.Sort(names)
 	fmt.Println(names)
-	// Output: [anchor_plan ask await_answers edit_plan open_decision open_decisions suggest_choice update_document]
+	// Output: [anchor_plan ask await_answers edit_plan open_decision open_decisions read_plan suggest_choice update_document]
 }

@@ -2,11 +2,17 @@
 // (streamable HTTP, github.com/modelcontextprotocol/go-sdk), so a real AI
 // agent can be the Planner of a document.
 //
-// It serves every tool of delivery.Tools.Definitions (open_decisions,
-// open_decision, ask, suggest_choice, anchor_plan, and the host's
-// edit_plan and update_document when it has a delivery.Editor) with their
-// JSON schemas, and await_answers: a blocking call that returns the next
-// Planner turn carrying saved answers.
+// It serves every tool of delivery.Tools.Definitions (read_plan,
+// open_decisions, open_decision, ask, suggest_choice, anchor_plan, and the
+// host's edit_plan and update_document when it has a delivery.Editor) with
+// their JSON schemas, and await_answers: a blocking call that returns the
+// next Planner turn carrying saved answers.
+//
+// Every result is a JSON object, sent both as text and as structured
+// content, and every tool declares its result's schema (outputSchema,
+// "type": "object"): MCP requires structured content to be an object, and
+// clients such as the official TypeScript SDK refuse anything else, even
+// for a call whose effect (cards opened, say) already happened.
 //
 // # Turns exactly once
 //
@@ -29,7 +35,8 @@
 //
 // Bad tool input (not matching the schema, unknown fields, refused by the
 // library) gets a tool error naming the field, never a protocol error or a
-// crash.
+// crash. A revision the plan never had is refused "stale" and a block it
+// does not hold "invalid"; the agent calls read_plan and tries again.
 package mcp
 
 import (
@@ -182,25 +189,42 @@ type tool struct {
 	schema *jsonschema.Resolved
 }
 
+// objectSchema checks that raw is a JSON schema of an object, as MCP
+// requires of input and output schemas alike.
+func objectSchema(name, which string, raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("mcp: %s schema of %s: %w", which, name, err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("mcp: %s schema of %s: the type is %q, not \"object\"", which, name, s.Type)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %s schema of %s: %w", which, name, err)
+	}
+	return rs, nil
+}
+
 func (h *Handler) tools() ([]tool, error) {
 	defs := h.opts.Tools.Definitions()
 	if h.opts.Turns != nil {
 		defs = append(defs, delivery.ToolDef{
-			Name:        "await_answers",
-			Description: "Wait for the next Planner turn carrying answers people saved to decisions you left open, and get it: its id, the Chat notice, a prompt and each answer. Pass the id of the turn you finished as done; until then every call returns that same turn again. Cards with a passage are written up by their own write-up; act on the rest.",
-			InputSchema: json.RawMessage(awaitSchema),
-			Handle:      h.await,
+			Name:         "await_answers",
+			Description:  "Wait for the next Planner turn carrying answers people saved to decisions you left open, and get it: {\"turn\": {id, notice, prompt, answers}, \"pending\": n}. Pass the id of the turn you finished as done; until then every call returns that same turn again. With wait_seconds, {\"turn\": null} when none came in time. Cards with a passage are written up by their own write-up; act on the rest.",
+			InputSchema:  json.RawMessage(awaitSchema),
+			OutputSchema: json.RawMessage(awaitOutput),
+			Handle:       h.await,
 		})
 	}
 	out := make([]tool, 0, len(defs))
 	for _, d := range defs {
-		var s jsonschema.Schema
-		if err := json.Unmarshal(d.InputSchema, &s); err != nil {
-			return nil, fmt.Errorf("mcp: schema of %s: %w", d.Name, err)
-		}
-		rs, err := s.Resolve(nil)
+		rs, err := objectSchema(d.Name, "input", d.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("mcp: schema of %s: %w", d.Name, err)
+			return nil, err
+		}
+		if _, err := objectSchema(d.Name, "output", d.OutputSchema); err != nil {
+			return nil, err
 		}
 		out = append(out, tool{def: d, schema: rs})
 	}
@@ -226,11 +250,11 @@ func (h *Handler) server(r *http.Request) *sdk.Server {
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "accord", Title: "Accord decisions", Version: "1"}, &sdk.ServerOptions{
 		Logger:       h.opts.Logger,
-		Instructions: "You are the Planner of plan document " + doc + ". Open decisions beside your provisional prose, and call await_answers to receive the answers people save.",
+		Instructions: "You are the Planner of plan document " + doc + ". Call read_plan for its revision and block ids, open decisions beside your provisional prose, and call await_answers to receive the answers people save. A tool refused as stale means the plan moved: read it again.",
 	})
 	call := delivery.Call{Doc: doc}
 	for _, t := range tools {
-		s.AddTool(&sdk.Tool{Name: t.def.Name, Description: t.def.Description, InputSchema: t.def.InputSchema}, h.handle(call, t))
+		s.AddTool(&sdk.Tool{Name: t.def.Name, Description: t.def.Description, InputSchema: t.def.InputSchema, OutputSchema: t.def.OutputSchema}, h.handle(call, t))
 	}
 	h.servers[doc] = s
 	return s
@@ -290,6 +314,12 @@ func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
 		raw, err := json.Marshal(out)
 		if err != nil {
 			return toolError(question.Unavailable, "cannot encode the result"), nil
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			// Structured content must be an object; a tool that returns
+			// anything else is a bug in the host, not the agent's input.
+			h.opts.Logger.Error("mcp tool result is not a JSON object", "tool", t.def.Name, "doc", call.Doc)
+			return toolError(question.Unavailable, t.def.Name+" returned a result that is not a JSON object"), nil
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
 	}
@@ -375,6 +405,26 @@ func (h *Handler) await(ctx context.Context, call delivery.Call, raw json.RawMes
 		}
 	}
 }
+
+// awaitOutput is the schema of Awaited.
+var awaitOutput = `{
+  "type": "object",
+  "properties": {
+    "turn": {
+      "type": ["object", "null"],
+      "properties": {
+        "id": {"type": "string", "description": "pass it back as done once you acted on the turn"},
+        "notice": {"type": "string"},
+        "prompt": {"type": "string"},
+        "answers": {"type": "array", "items": ` + delivery.TurnAnswerSchema + `}
+      },
+      "required": ["id", "notice", "prompt", "answers"],
+      "description": "the next turn; null when wait_seconds passed without one"
+    },
+    "pending": {"type": "integer", "minimum": 0, "description": "the turns waiting, this one included"}
+  },
+  "required": ["turn", "pending"]
+}`
 
 const awaitSchema = `{
   "type": "object",

@@ -195,15 +195,15 @@ func (r *rig) save(id, answer string) {
 
 func (r *rig) open(t *testing.T, cs *sdk.ClientSession, key string) string {
 	t.Helper()
-	var out []delivery.Opened
+	var out delivery.OpenedDecisions
 	ok(t, cs, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": r.host.Docs.Revision(doc), "key": key, "blocks": []string{"p-onb"},
 		"question": "How should onboarding work?", "response": "text", "options": []any{},
 	}}}, &out)
-	if len(out) != 1 {
+	if len(out.Decisions) != 1 {
 		t.Fatalf("opened %+v", out)
 	}
-	return out[0].ID
+	return out.Decisions[0].ID
 }
 
 // An agent lists the tools with their schemas and opens decisions over
@@ -224,7 +224,7 @@ func TestMCPAgentOpensDecisions(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "suggest_choice", "update_document"}
+	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "read_plan", "suggest_choice", "update_document"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
@@ -429,6 +429,17 @@ func TestMCPBadInputIsAToolError(t *testing.T) {
 		{"open_decisions", map[string]any{"cards": []any{}}, question.Invalid, "cards"},
 		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": rev, "key": "k", "blocks": []string{"nope"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Invalid, "block nope"},
 		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": rev, "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []map[string]any{{"label": "x"}}}}}, question.Invalid, "options"},
+		// Revisions the plan never had are stale; blocks it does not hold
+		// are invalid, named, and never stood in for.
+		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": "r0", "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Stale, `"r0"`},
+		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": "whatever", "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Stale, `"whatever"`},
+		{"open_decision", map[string]any{"revision": "whatever", "key": "k", "question": "Who?"}, question.Stale, `"whatever"`},
+		{"open_decision", map[string]any{"revision": "r0", "key": "k", "question": "Who?", "block": "h-onb"}, question.Stale, `"r0"`},
+		{"open_decision", map[string]any{"revision": rev, "key": "k", "question": "Who?", "block": "b3"}, question.Invalid, "block b3"},
+		{"anchor_plan", map[string]any{"revision": "whatever", "decisions": []string{"d1"}, "blocks": []string{"p-onb"}}, question.Stale, `"whatever"`},
+		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"d1"}, "blocks": []string{"b3"}}, question.Invalid, "block b3"},
+		{"edit_plan", map[string]any{"revision": "r0", "edits": []map[string]any{{"op": "edit", "block": "p-onb", "text": "x"}}}, question.Stale, `"r0"`},
+		{"edit_plan", map[string]any{"revision": rev, "edits": []map[string]any{{"op": "insert", "after": "b3", "kind": "paragraph", "text": "x"}}}, question.Invalid, "b3"},
 		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"d1"}, "blocks": []string{}}, question.Invalid, "blocks"},
 		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"nope"}, "blocks": []string{"p-onb"}}, question.NotFound, "nope"},
 		{"suggest_choice", map[string]any{"decision": "nope", "options": []string{"o"}}, question.NotFound, "nope"},
