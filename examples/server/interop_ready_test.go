@@ -33,17 +33,10 @@ func (p *pageClient) settled(rid string) (done, ok bool) {
 }
 
 func TestInteropRequestsResolveReady(t *testing.T) {
-	js := startJS(t)
-	p := &pageClient{t: t, js: js, name: "ana"}
-	js.call("client", map[string]any{"name": "ana", "member": "ana"})
+	p := newPageClient(t)
 
 	// A settled decision: generation 1 with a written answer.
-	g, err := crdt.New(crdt.Options{})
-	must(t, err)
-	must(t, g.AddQuestion(qText))
-	must(t, g.AddQuestion(qPick))
-	must(t, g.AddQuestion(qMany))
-	must(t, g.StartGeneration(1))
+	g := sampleDraft(t)
 	must(t, g.SetText("q-text", "The first answer."))
 	settled := rebaseRecord
 	settled.Status = question.Settled

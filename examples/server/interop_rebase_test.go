@@ -66,6 +66,27 @@ func freshCopy(t *testing.T, src *crdt.Doc) *crdt.Doc {
 	return nil
 }
 
+// newPageClient starts Node with the page's Client of member ana.
+func newPageClient(t *testing.T) *pageClient {
+	t.Helper()
+	js := startJS(t)
+	js.call("client", map[string]any{"name": "ana", "member": "ana"})
+	return &pageClient{t: t, js: js, name: "ana"}
+}
+
+// sampleDraft returns a document of the sample decision's shapes at
+// generation 1, with no answer yet.
+func sampleDraft(t *testing.T) *crdt.Doc {
+	t.Helper()
+	d, err := crdt.New(crdt.Options{})
+	must(t, err)
+	must(t, d.AddQuestion(qText))
+	must(t, d.AddQuestion(qPick))
+	must(t, d.AddQuestion(qMany))
+	must(t, d.StartGeneration(1))
+	return d
+}
+
 // pageClient is the page's Client under Node, named name.
 type pageClient struct {
 	t    *testing.T
@@ -148,17 +169,10 @@ func goDraft(st map[string]any, qid string) map[string]any {
 // edits that Go's crdt applies on the rebased document. An ordinary reset
 // (same history) still drops them.
 func TestInteropRebasedDocCarriesDraft(t *testing.T) {
-	js := startJS(t)
-	p := &pageClient{t: t, js: js, name: "ana"}
-	js.call("client", map[string]any{"name": "ana", "member": "ana"})
+	p := newPageClient(t)
 
 	// The accepted draft the page loads.
-	g, err := crdt.New(crdt.Options{})
-	must(t, err)
-	must(t, g.AddQuestion(qText))
-	must(t, g.AddQuestion(qPick))
-	must(t, g.AddQuestion(qMany))
-	must(t, g.StartGeneration(1))
+	g := sampleDraft(t)
 	must(t, g.SetText("q-text", "Start with the invitation email."))
 	must(t, g.SetMark("q-pick", "o1", "c1", marks.Yes))
 	must(t, g.SetMark("q-pick", "o2", "c1", marks.Partly))
@@ -285,16 +299,9 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 // leaves an option another member chose in the rebased history chosen,
 // and a select of its own replaces theirs.
 func TestInteropRebaseCarriesIntent(t *testing.T) {
-	js := startJS(t)
-	p := &pageClient{t: t, js: js, name: "ana"}
-	js.call("client", map[string]any{"name": "ana", "member": "ana"})
+	p := newPageClient(t)
 
-	g, err := crdt.New(crdt.Options{})
-	must(t, err)
-	must(t, g.AddQuestion(qText))
-	must(t, g.AddQuestion(qPick))
-	must(t, g.AddQuestion(qMany))
-	must(t, g.StartGeneration(1))
+	g := sampleDraft(t)
 	must(t, g.Choose("q-pick", "o1", true))
 	must(t, g.Choose("q-many", "m1", true))
 	p.frame(&wire.Welcome{Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: "interop", Member: "ana", Write: true,

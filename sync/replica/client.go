@@ -168,18 +168,28 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 // has arrived and been caught up on the current connection. A connection
 // lost meanwhile is redialled by run; the wait goes on across it.
 func (c *Client) waitDocs(ctx context.Context, ids []string) error {
+	return c.waitUntil(ctx, func() bool {
+		if c.sess == nil {
+			return false
+		}
+		for _, id := range ids {
+			if c.reps[id] == nil || !c.sess.synced[id] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitUntil waits, bounded by ctx, until ready (called with c.mu held)
+// reports true; it looks again whenever the client notifies a change.
+func (c *Client) waitUntil(ctx context.Context, ready func() bool) error {
 	for {
 		c.mu.Lock()
-		ready := c.sess != nil
-		for _, id := range ids {
-			if !ready {
-				break
-			}
-			ready = c.reps[id] != nil && c.sess.synced[id]
-		}
+		ok := ready()
 		wait := c.changed
 		c.mu.Unlock()
-		if ready {
+		if ok {
 			return nil
 		}
 		select {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/accord-crdt/accord/question"
@@ -65,23 +66,14 @@ func (c *Client) waitHeads(ctx context.Context, res result) error {
 	if err != nil {
 		return fmt.Errorf("%w: reply heads: %v", ErrProtocol, err)
 	}
-	for {
-		c.mu.Lock()
+	err = c.waitUntil(ctx, func() bool {
 		rep := c.reps[r.ID]
-		ready := rep != nil && (rep.doc.Has(want) || rep.rebases != res.rebases)
-		wait := c.changed
-		c.mu.Unlock()
-		if ready {
-			return nil
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for the decision's changes: %w", ErrNoReplica, ctx.Err())
-		case <-c.ctx.Done():
-			return ErrClosed
-		}
+		return rep != nil && (rep.doc.Has(want) || rep.rebases != res.rebases)
+	})
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: waiting for the decision's changes: %w", ErrNoReplica, err)
 	}
+	return err
 }
 
 func (c *Client) header(kind wire.Kind) wire.Header {
