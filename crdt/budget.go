@@ -2,7 +2,10 @@ package crdt
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/automerge/automerge-go"
 )
@@ -245,7 +248,126 @@ func changeOps(c []byte) (int, error) {
 }
 
 // rebaseMessage marks the first change of a rebased document's history.
+// The change's message goes on, after a newline, with the clock of the
+// history the rebase replaced (see RebaseClock).
 const rebaseMessage = "rebase"
+
+// maxRebaseClock bounds the actors a rebase message names; a history with
+// more names only the maxRebaseClock most recent writers (by their last
+// change's place in the history).
+const maxRebaseClock = 256
+
+// isRebaseMessage reports whether msg is the message of a rebase change.
+func isRebaseMessage(msg string) bool {
+	return msg == rebaseMessage || strings.HasPrefix(msg, rebaseMessage+"\n")
+}
+
+// rebaseClock returns d's clock as a rebase message carries it:
+// "actor:seq" per actor, the most recent writers first.
+func (d *Doc) rebaseClock() (string, error) {
+	chs, err := d.am.Changes()
+	if err != nil {
+		return "", amError("read changes", err)
+	}
+	type last struct {
+		seq uint64
+		at  int
+	}
+	clock := map[string]last{}
+	for i, c := range chs {
+		a := c.ActorID()
+		if l := clock[a]; c.ActorSeq() >= l.seq {
+			clock[a] = last{seq: c.ActorSeq(), at: i}
+		}
+	}
+	actors := slices.Collect(maps.Keys(clock))
+	slices.SortFunc(actors, func(a, b string) int { return clock[b].at - clock[a].at })
+	if len(actors) > maxRebaseClock {
+		actors = actors[:maxRebaseClock]
+	}
+	var b strings.Builder
+	for i, a := range actors {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%d", a, clock[a].seq)
+	}
+	return b.String(), nil
+}
+
+// RebaseClock returns, for a rebased document, the clock of the history
+// its rebase replaced: for each actor (by its hex id), the last of its
+// changes that history held. A replica holding that history learns from it
+// which of its own changes the rebased document already holds (Covered),
+// so that it carries over only what the server never had. nil when d is
+// not rebased, or was rebased without a clock.
+func (d *Doc) RebaseClock() map[string]uint64 {
+	if !d.rebased {
+		return nil
+	}
+	chs, err := d.am.Changes()
+	if err != nil {
+		return nil
+	}
+	for _, c := range chs {
+		msg := c.Message()
+		if c.ActorSeq() != 1 || len(c.Dependencies()) != 0 || !isRebaseMessage(msg) {
+			continue
+		}
+		_, list, ok := strings.Cut(msg, "\n")
+		if !ok {
+			return nil
+		}
+		clock := map[string]uint64{}
+		for _, e := range strings.Split(list, ",") {
+			a, n, ok := strings.Cut(e, ":")
+			seq, err := strconv.ParseUint(n, 10, 64)
+			if !ok || err != nil || a == "" {
+				return nil
+			}
+			clock[a] = seq
+		}
+		return clock
+	}
+	return nil
+}
+
+// Covered returns the heads of the part of d's history that clock (a
+// RebaseClock) covers: for each actor it names, its change of d with that
+// sequence number, or its last one when d holds fewer. A change's
+// dependencies were in the history before it, so these heads and their
+// ancestors are all covered.
+func (d *Doc) Covered(clock map[string]uint64) Heads {
+	if len(clock) == 0 {
+		return nil
+	}
+	chs, err := d.am.Changes()
+	if err != nil {
+		return nil
+	}
+	best := map[string]struct {
+		seq  uint64
+		hash ChangeHash
+	}{}
+	for _, c := range chs {
+		a := c.ActorID()
+		want, ok := clock[a]
+		if !ok || c.ActorSeq() > want {
+			continue
+		}
+		if b, seen := best[a]; !seen || c.ActorSeq() > b.seq {
+			best[a] = struct {
+				seq  uint64
+				hash ChangeHash
+			}{c.ActorSeq(), ChangeHash(c.Hash())}
+		}
+	}
+	var out []ChangeHash
+	for _, b := range best {
+		out = append(out, b.hash)
+	}
+	return sortHeads(out)
+}
 
 // Rebase returns a document with a fresh history that holds the same
 // values as d: format version, questions with their items, the appended
@@ -270,8 +392,12 @@ func (d *Doc) Rebase() (*Doc, error) {
 	if err := nd.writeState(st); err != nil {
 		return nil, err
 	}
+	clock, err := d.rebaseClock()
+	if err != nil {
+		return nil, err
+	}
 	t := d.now()
-	if _, err := nd.am.Commit(rebaseMessage, automerge.CommitOptions{Time: &t}); err != nil {
+	if _, err := nd.am.Commit(rebaseMessage+"\n"+clock, automerge.CommitOptions{Time: &t}); err != nil {
 		return nil, amError("rebase", err)
 	}
 	saved := nd.am.Save()

@@ -36,7 +36,7 @@ func (d *Doc) checkSeqs() error {
 		}
 		seq := c.ActorSeq()
 		seen[a][seq] = true
-		if seq == 1 && !d.rebased && c.Message() == rebaseMessage && len(c.Dependencies()) == 0 {
+		if seq == 1 && !d.rebased && isRebaseMessage(c.Message()) && len(c.Dependencies()) == 0 {
 			d.rebased = true
 		}
 	}

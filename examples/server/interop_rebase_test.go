@@ -353,3 +353,48 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// An edit the server accepted before it rebased, whose reply the page
+// never got, is in the rebased document already: the page's carry-over
+// (as the Go replica's) reads the rebase's clock and makes only its later
+// edit, never that one a second time.
+func TestInteropRebaseDoesNotRepeatAnAcceptedEdit(t *testing.T) {
+	p := newPageClient(t)
+	g := sampleDraft(t)
+	must(t, g.SetText("q-text", "hello"))
+	p.frame(&wire.Welcome{Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: "interop", Member: "ana", Write: true,
+		Records: []question.Record{rebaseRecord}})
+	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: g.Save(), Heads: hexHeads(g.Heads())})
+
+	p.edit("settext", map[string]any{"q": "q-text", "text": "hello world"})
+	e := p.oneEdit()
+	if _, err := g.ApplyEdit(e.Changes); err != nil { // accepted; its reply is lost
+		t.Fatal(err)
+	}
+	must(t, g.SpliceText("q-text", 0, 0, "> ")) // another member's, after it
+	p.edit("settext", map[string]any{"q": "q-text", "text": "hello world!"})
+	rebased, err := g.Rebase()
+	must(t, err)
+	p.frame(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: "d1", Doc: rebased.Save(), Heads: hexHeads(rebased.Heads())})
+
+	st, _, _, _ := p.decision()
+	if got := goDraft(st, "q-text")["text"]; got != "> hello world!" {
+		t.Fatalf("text %q after the rebase, want %q", got, "> hello world!")
+	}
+	// What the page sends next applies to the rebased document once.
+	var edit *wire.Edit
+	for _, f := range p.sent() {
+		if x, ok := f.(*wire.Edit); ok {
+			edit = x
+		}
+	}
+	if edit == nil {
+		t.Fatal("the page sent no edit after the rebase")
+	}
+	must(t, func() error { _, err := rebased.ApplyEdit(edit.Changes); return err }())
+	dr, err := rebased.Draft()
+	must(t, err)
+	if got := dr.Questions["q-text"].Text; got != "> hello world!" {
+		t.Fatalf("the server's text %q, want %q", got, "> hello world!")
+	}
+}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,7 +44,7 @@ func isRebased(rep *replica, srv *crdt.Doc) bool {
 // the server refuses it as stale, and its reply then changes nothing here
 // (see editReply). The caller holds c.mu.
 func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.Heads) {
-	old, base := rep.doc, rep.accepted
+	old, base := rep.doc, carryBase(rep.doc, rep.accepted, srv)
 	rep.doc, rep.accepted, rep.durable, rep.held = srv, accepted, accepted, nil
 	rep.rebases++
 	rep.file.saved = nil // the log holds the old history: a snapshot next
@@ -159,6 +160,21 @@ func carry(old *crdt.Doc, base crdt.Heads, to *crdt.Doc) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// carryBase returns the heads of old that srv, a rebased document, is
+// known to hold: the accepted heads, and the changes the server had
+// accepted before it rebased though the replica never heard so (a reply
+// lost with its connection), which the rebase's clock names. Carried from
+// there, those changes are not made a second time.
+func carryBase(old *crdt.Doc, accepted crdt.Heads, srv *crdt.Doc) crdt.Heads {
+	covered := old.Covered(srv.RebaseClock())
+	if len(covered) == 0 {
+		return accepted
+	}
+	base := slices.Concat(accepted, covered)
+	slices.SortFunc(base, func(a, b crdt.ChangeHash) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(base)
 }
 
 // first returns a single choice's option, "" for none.

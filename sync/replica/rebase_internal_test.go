@@ -439,3 +439,68 @@ func TestCarryIntent(t *testing.T) {
 		})
 	}
 }
+
+// TestCarrySkipsWhatTheRebaseHolds: an edit the server accepted before it
+// rebased, whose reply the replica never got (its connection dropped), is
+// in the rebased document already; the carry-over makes only the later
+// local edit, never that one a second time.
+func TestCarrySkipsWhatTheRebaseHolds(t *testing.T) {
+	srv := newShaped(t)
+	if err := srv.SetText("note", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	old, err := srv.Fork("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := old.Heads()
+	if err := old.SpliceText("note", 5, 0, " world"); err != nil { // sent, accepted, reply lost
+		t.Fatal(err)
+	}
+	sent, err := old.ChangesSince(accepted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.ApplyChanges(sent); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SpliceText("note", 0, 0, "> "); err != nil { // another member, after it
+		t.Fatal(err)
+	}
+	if err := old.SpliceText("note", 11, 0, "!"); err != nil { // not sent yet
+		t.Fatal(err)
+	}
+	rebased, err := srv.Rebase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		base crdt.Heads
+		want string
+	}{
+		{"from the rebase's clock", carryBase(old, accepted, rebased), "> hello world!"},
+		// Without the clock the accepted edit would be made again.
+		{"from the accepted heads alone", accepted, "> hello world world!"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to, err := crdt.Load(rebased.Save(), nil, crdt.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(to.RebaseClock()) == 0 {
+				t.Fatal("the rebased document carries no clock")
+			}
+			if _, err := carry(old, tc.base, to); err != nil {
+				t.Fatal(err)
+			}
+			d, err := to.Draft()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Questions["note"].Text; got != tc.want {
+				t.Fatalf("text %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -479,7 +479,7 @@ export class Client {
       noteHeads(d, A.getHeads(d.doc));
       return "merged";
     }
-    const { doc, carried } = d.record.status === "open" ? R.carryOver(old, d.accepted, srv) : { doc: srv, carried: 0 };
+    const { doc, carried } = d.record.status === "open" ? R.carryOver(old, R.carryBase(old, d.accepted, srv), srv) : { doc: srv, carried: 0 };
     d.doc = doc;
     d.accepted = heads;
     d.known = new Set(heads);
