@@ -274,6 +274,13 @@ func (d *Doc) rebaseClock() (string, error) {
 		at  int
 	}
 	clock := map[string]last{}
+	// A history that was itself started by a rebase goes on naming the
+	// writers that rebase covered (before every writer of its own): a
+	// replica that missed both rebases still learns which of its changes
+	// they hold.
+	for a, seq := range d.RebaseClock() {
+		clock[a] = last{seq: seq, at: -1}
+	}
 	for i, c := range chs {
 		a := c.ActorID()
 		if l := clock[a]; c.ActorSeq() >= l.seq {
@@ -300,11 +307,9 @@ func (d *Doc) rebaseClock() (string, error) {
 // changes that history held. A replica holding that history learns from it
 // which of its own changes the rebased document already holds (Covered),
 // so that it carries over only what the server never had. nil when d is
-// not rebased, or was rebased without a clock.
+// not rebased, or was rebased without a clock. It reads the whole history,
+// so it belongs on the rare paths of a rebase.
 func (d *Doc) RebaseClock() map[string]uint64 {
-	if !d.rebased {
-		return nil
-	}
 	chs, err := d.am.Changes()
 	if err != nil {
 		return nil

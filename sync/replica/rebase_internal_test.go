@@ -474,17 +474,31 @@ func TestCarrySkipsWhatTheRebaseHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server rebased again, after another edit, before the replica
+	// came back: the second clock still names the first's writers.
+	twice, err := rebased.Fork("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := twice.SpliceText("note", 0, 0, "#"); err != nil {
+		t.Fatal(err)
+	}
+	if twice, err = twice.Rebase(); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name string
-		base crdt.Heads
-		want string
+		name    string
+		rebased *crdt.Doc
+		base    crdt.Heads
+		want    string
 	}{
-		{"from the rebase's clock", carryBase(old, accepted, rebased), "> hello world!"},
+		{"from the rebase's clock", rebased, carryBase(old, accepted, rebased), "> hello world!"},
+		{"from the clock of a second rebase", twice, carryBase(old, accepted, twice), "#> hello world!"},
 		// Without the clock the accepted edit would be made again.
-		{"from the accepted heads alone", accepted, "> hello world world!"},
+		{"from the accepted heads alone", rebased, accepted, "> hello world world!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			to, err := crdt.Load(rebased.Save(), nil, crdt.Options{})
+			to, err := crdt.Load(tc.rebased.Save(), nil, crdt.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
