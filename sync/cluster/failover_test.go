@@ -527,7 +527,7 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		// A fresh append target now and then: a question takes at most
 		// 50 options.
 		if cycle%4 == 3 {
-			r, err := probe.Create(ctx, card(fmt.Sprintf("appends-%d", cycle)))
+			r, err := createRetrying(ctx, probe, card(fmt.Sprintf("appends-%d", cycle)))
 			if err != nil {
 				t.Fatalf("cycle %d: create append target: %v", cycle, err)
 			}
@@ -538,7 +538,7 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		// A Planner decision saved just before the kill: its answer must
 		// be handed to a turn exactly once, whoever delivers it.
 		saver := clients[cycle%len(clients)]
-		r, err := saver.Create(ctx, plannerCard(fmt.Sprintf("planner-%d", cycle)))
+		r, err := createRetrying(ctx, saver, plannerCard(fmt.Sprintf("planner-%d", cycle)))
 		if err != nil {
 			t.Fatalf("cycle %d: create: %v", cycle, err)
 		}
@@ -743,6 +743,20 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 // the settled generation. A save refused whole (unavailable: a commit
 // failed while a lease changed hands on a loaded machine) is sent again;
 // one whose reply was lost is looked up in the record.
+// createRetrying creates a card, sending the request again while the
+// connection is lost before the reply (a node that forwarded it stopped,
+// or the lease changed hands): the card's key makes a repeat return the
+// same decision, never a second one.
+func createRetrying(ctx context.Context, cl *replica.Client, c wire.Card) ([]question.Record, error) {
+	for attempt := 0; ; attempt++ {
+		recs, err := cl.Create(ctx, c)
+		if !errors.Is(err, replica.ErrDisconnected) || attempt == 10 {
+			return recs, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func saveUntilSettled(ctx context.Context, cl *replica.Client, id string) (uint64, error) {
 	who, _ := cl.Member()
 	for attempt := 0; ; attempt++ {
