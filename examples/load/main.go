@@ -172,6 +172,32 @@ func (c *child) rssMB() float64 {
 	return statusMB(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid), "VmRSS:")
 }
 
+// usage reads the child's CPU time so far (user and system) and its count
+// of write system calls (/proc/<pid>/io syscw: write, writev, sendmsg and
+// the like), or zeros where /proc does not tell.
+func (c *child) usage() (cpu time.Duration, writes int64) {
+	pid := c.cmd.Process.Pid
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command's closing parenthesis; utime and stime
+		// are the 12th and 13th of them, in USER_HZ (100 a second).
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				s, _ := strconv.ParseInt(f[12], 10, 64)
+				cpu = time.Duration(u+s) * 10 * time.Millisecond
+			}
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+				writes, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return cpu, writes
+}
+
 func statusMB(path, field string) float64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -672,6 +698,8 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			return err
 		}
 		per := writes / n
+		cpu0, sys0 := srv.usage()
+		frames0 := srv.frames.Load()
 		start := time.Now()
 		if err := writeEach(cs, per); err != nil {
 			return err
@@ -694,13 +722,16 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			time.Sleep(10 * time.Millisecond)
 		}
 		el := time.Since(start)
+		cpu1, sys1 := srv.usage()
+		frames := srv.frames.Load() - frames0
 		status := "converged"
 		if !converged {
 			status = "DID NOT CONVERGE"
 		}
 		rc, rd := redialled(cs)
-		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s; %d writers dropped and reconnected, %d redials; clients' peak memory %.0f MB) |\n",
-			n, per*n, float64(per*n)/el.Seconds(), status, ms(el), rc, rd, peakMB())
+		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s; %d writers dropped and reconnected, %d redials; clients' peak memory %.0f MB; server CPU %.0f µs, %.1f write syscalls and %.1f frames to clients per write) |\n",
+			n, per*n, float64(per*n)/el.Seconds(), status, ms(el), rc, rd, peakMB(),
+			float64((cpu1-cpu0).Microseconds())/float64(per*n), float64(sys1-sys0)/float64(per*n), float64(frames)/float64(per*n))
 		closeAll(cs)
 		release()
 	}

@@ -28,6 +28,7 @@ import (
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
+	cork  *corkConn // the socket under ws
 	doc   *document // set under s.mu once attached
 	docID string
 	// req is the upgrade request as Options.Authorize saw it, for
@@ -159,21 +160,49 @@ func (c *conn) close() {
 	c.once.Do(func() { close(c.done) })
 }
 
+// write hands one frame to the websocket.Conn: to the socket, or to the
+// cork's buffer while the pump drains the outbox.
 func (c *conn) write(f frame) error {
 	c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))
 	if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			// A peer that stopped reading: as slow as a full outbox.
-			c.s.stats.slowDrops.Add(1)
-			c.s.metrics.slowDrop()
-			c.s.opts.Logger.Warn("dropping slow connection: a write timed out", "doc", c.docID, "member", c.login().Login)
-		}
 		return err
 	}
 	c.s.stats.framesOut.Add(1)
 	c.s.metrics.frameOut(f.kind)
 	return nil
+}
+
+// writeFailed notes a failed write: one that timed out drops the peer as
+// slow.
+func (c *conn) writeFailed(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// A peer that stopped reading: as slow as a full outbox.
+		c.s.stats.slowDrops.Add(1)
+		c.s.metrics.slowDrop()
+		c.s.opts.Logger.Warn("dropping slow connection: a write timed out", "doc", c.docID, "member", c.login().Login)
+	}
+}
+
+// drain writes every queued frame, and those queued meanwhile, to the
+// corked connection, sending what it holds on whenever that reaches
+// corkLimit; the caller uncorks once it returns, so that the frames of
+// one wake reach the socket in one write. Frames leave the outbox one by
+// one as they are written, so that the slow-consumer bound and the join
+// pacing count them as without the cork.
+func (c *conn) drain() error {
+	for {
+		q, ok := c.pop()
+		if !ok {
+			return nil
+		}
+		if err := c.write(q.frame); err != nil {
+			return err
+		}
+		if err := c.cork.flushFull(); err != nil {
+			return err
+		}
+	}
 }
 
 func (c *conn) writePump() {
@@ -189,15 +218,17 @@ func (c *conn) writePump() {
 	for {
 		select {
 		case <-c.done:
-			// Flush what is queued, then say goodbye.
-			for {
-				q, ok := c.pop()
-				if !ok || c.write(q.frame) != nil {
-					break
-				}
-			}
+			// Flush what is queued, then say goodbye, in one write.
+			c.cork.cork()
+			err := c.drain()
 			c.ws.SetWriteDeadline(time.Now().Add(time.Second))
 			c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+			if uerr := c.cork.uncork(); err == nil {
+				err = uerr
+			}
+			if err != nil {
+				c.writeFailed(err)
+			}
 			return
 		case <-ping.C:
 			if !pingNow() {
@@ -207,12 +238,15 @@ func (c *conn) writePump() {
 			continue
 		default:
 		}
-		if q, ok := c.pop(); ok {
-			if err := c.write(q.frame); err != nil {
-				c.close()
-				return
-			}
-			continue
+		c.cork.cork()
+		err := c.drain()
+		if uerr := c.cork.uncork(); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			c.writeFailed(err)
+			c.close()
+			return
 		}
 		select {
 		case <-c.wake:

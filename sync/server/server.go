@@ -119,11 +119,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}()
 
-	ws, err := s.upgrader.Upgrade(w, r, nil)
+	hw := &corkHijacker{ResponseWriter: w}
+	ws, err := s.upgrader.Upgrade(hw, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
-	c.ws = ws
+	c.ws, c.cork = ws, hw.conn
 	ws.SetReadLimit(s.opts.ReadLimit)
 	ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	ws.SetPongHandler(func(string) error {
