@@ -78,18 +78,27 @@ func (f Finding) Settled() bool { return f.Status != FindingRunning }
 // none. The notice is posted, then marked with MarkNoticed, so a crash in
 // between posts it again under the same id (NoticeID), which Chat ignores.
 func (f Finding) NoticeDue() bool {
+	if f.Kind == FindingAsk {
+		// An ask owes one notice, of the asking, even when the asked
+		// member answered before it was posted.
+		return f.Noticed == "" && (f.Status == FindingRunning || f.Status == FindingReady)
+	}
 	if f.Noticed == f.Status {
 		return false
-	}
-	if f.Kind == FindingAsk {
-		return f.Status == FindingRunning
 	}
 	return f.Status == FindingReady || f.Status == FindingFailed
 }
 
 // NoticeID is the id of the Chat notice for the finding's current status:
-// one per finding and status, so posting it is idempotent.
-func (f Finding) NoticeID() string { return "finding:" + f.ID + ":" + string(f.Status) }
+// one per finding and status (an ask has only the one, of the asking), so
+// posting it is idempotent.
+func (f Finding) NoticeID() string {
+	status := f.Status
+	if f.Kind == FindingAsk {
+		status = FindingRunning
+	}
+	return "finding:" + f.ID + ":" + string(status)
+}
 
 // WorkStatus is the state of host-owned work (a research request or an
 // investigation) as the host reports it.

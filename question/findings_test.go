@@ -599,3 +599,28 @@ func TestFindingNoticesAreDueOncePerStatus(t *testing.T) {
 		t.Fatal("a take owes a notice")
 	}
 }
+
+// TestAskOwesOneNotice: an ask owes the notice of the asking once, also
+// when the asked member took it before the notice went out (a quick
+// answer must not leave Chat without word of the ask), and under one id
+// whatever its status, so a repost after a crash is the same notice.
+func TestAskOwesOneNotice(t *testing.T) {
+	for _, tc := range []struct {
+		status, noticed question.FindingStatus
+		due             bool
+	}{
+		{question.FindingRunning, "", true},
+		{question.FindingReady, "", true}, // taken before the notice went out
+		{question.FindingStopped, "", false},
+		{question.FindingReady, question.FindingRunning, false},
+		{question.FindingReady, question.FindingReady, false},
+	} {
+		f := question.Finding{ID: "f1", Kind: question.FindingAsk, Status: tc.status, Noticed: tc.noticed}
+		if got := f.NoticeDue(); got != tc.due {
+			t.Errorf("ask %s, noticed %q: due %v, want %v", tc.status, tc.noticed, got, tc.due)
+		}
+		if id := f.NoticeID(); id != "finding:f1:running" {
+			t.Errorf("ask %s: notice id %q", tc.status, id)
+		}
+	}
+}
