@@ -13,14 +13,17 @@ import (
 // sends it on, without waiting for the outbox to empty.
 const corkLimit = 8 << 10
 
-// corkBufs holds the buffers of corked connections, so that memory grows
-// with the connections writing, not with all of them (as gorilla's
-// WriteBufferPool does for its own buffer). Twice corkLimit, so that a
-// frame of up to corkLimit fits behind what the pump let accumulate.
-var corkBufs = sync.Pool{New: func() any {
-	b := make([]byte, 0, 2*corkLimit)
-	return &b
-}}
+// newCorkBufs returns the pool of a server's corked connections' buffers,
+// so that memory grows with the connections writing, not with all of them
+// (as gorilla's WriteBufferPool does for its own buffer). Twice corkLimit,
+// so that a frame of up to corkLimit fits behind what the pump let
+// accumulate.
+func newCorkBufs() *sync.Pool {
+	return &sync.Pool{New: func() any {
+		b := make([]byte, 0, 2*corkLimit)
+		return &b
+	}}
+}
 
 // corkConn is the hijacked connection as the websocket.Conn writes to it.
 // It lets the write pump send the frames queued for a connection in one
@@ -50,10 +53,11 @@ var corkBufs = sync.Pool{New: func() any {
 // pump fail as they would have on the socket.
 type corkConn struct {
 	net.Conn
+	bufs *sync.Pool // the server's (newCorkBufs)
 
 	mu     sync.Mutex
 	corked bool
-	held   *[]byte   // from corkBufs, once a corked Write brought bytes
+	held   *[]byte   // from bufs, once a corked Write brought bytes
 	next   time.Time // the deadline gorilla set for its next Write
 	batch  time.Time // the latest deadline set while corked
 	err    error
@@ -90,7 +94,7 @@ func (c *corkConn) uncork() error {
 	c.corked = false
 	c.batch = time.Time{}
 	if c.held != nil { // a write failed
-		recycle(c.held)
+		c.recycle(c.held)
 		c.held = nil
 	}
 	err := c.err
@@ -107,14 +111,14 @@ func (c *corkConn) flush() error {
 	c.mu.Unlock()
 	if held == nil || err != nil {
 		if held != nil {
-			recycle(held)
+			c.recycle(held)
 		}
 		return err
 	}
 	if err = c.Conn.SetWriteDeadline(deadline); err == nil {
 		_, err = c.Conn.Write(*held)
 	}
-	recycle(held)
+	c.recycle(held)
 	if err != nil {
 		c.mu.Lock()
 		if c.err == nil {
@@ -131,12 +135,12 @@ func (c *corkConn) failed() error {
 	return c.err
 }
 
-func recycle(b *[]byte) {
+func (c *corkConn) recycle(b *[]byte) {
 	if cap(*b) > 4*corkLimit {
 		return // grown for a large frame: leave it to the collector
 	}
 	*b = (*b)[:0]
-	corkBufs.Put(b)
+	c.bufs.Put(b)
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -152,7 +156,7 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	}
 	if len(p) > 0 {
 		if c.held == nil {
-			c.held = corkBufs.Get().(*[]byte)
+			c.held = c.bufs.Get().(*[]byte)
 		}
 		*c.held = append(*c.held, p...)
 	}
@@ -188,6 +192,7 @@ func (c *corkConn) SetDeadline(t time.Time) error {
 // it hijacks.
 type corkHijacker struct {
 	http.ResponseWriter
+	bufs *sync.Pool
 	conn *corkConn
 }
 
@@ -200,7 +205,7 @@ func (w *corkHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.conn = &corkConn{Conn: nc}
+	w.conn = &corkConn{Conn: nc, bufs: w.bufs}
 	return w.conn, rw, nil
 }
 

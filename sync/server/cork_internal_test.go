@@ -70,7 +70,7 @@ func mustWrite(t *testing.T, c *corkConn, s string) {
 // Write goes straight through under its own deadline.
 func TestCorkHoldsWritesUntilUncork(t *testing.T) {
 	sock := &recordConn{}
-	c := &corkConn{Conn: sock}
+	c := &corkConn{Conn: sock, bufs: newCorkBufs()}
 	now := time.Now()
 
 	c.SetWriteDeadline(now.Add(time.Second))
@@ -114,7 +114,7 @@ func TestCorkHoldsWritesUntilUncork(t *testing.T) {
 // rest waits for uncork.
 func TestCorkSendsOnAtTheLimit(t *testing.T) {
 	sock := &recordConn{}
-	c := &corkConn{Conn: sock}
+	c := &corkConn{Conn: sock, bufs: newCorkBufs()}
 	c.cork()
 	small := strings.Repeat("s", corkLimit-1)
 	mustWrite(t, c, small)
@@ -152,7 +152,7 @@ func TestCorkSendsOnAtTheLimit(t *testing.T) {
 // after, before the pump uncorks.
 func TestCorkTakesWritesWhileItsSocketWriteBlocks(t *testing.T) {
 	sock := &recordConn{entered: make(chan struct{}), gate: make(chan struct{})}
-	c := &corkConn{Conn: sock}
+	c := &corkConn{Conn: sock, bufs: newCorkBufs()}
 	// pass lets one socket write through, once it has begun.
 	pass := func(what string) {
 		t.Helper()
@@ -198,7 +198,7 @@ func TestCorkTakesWritesWhileItsSocketWriteBlocks(t *testing.T) {
 // the socket.
 func TestCorkKeepsAFailedWrite(t *testing.T) {
 	sock := &recordConn{fail: os.ErrDeadlineExceeded}
-	c := &corkConn{Conn: sock}
+	c := &corkConn{Conn: sock, bufs: newCorkBufs()}
 	c.cork()
 	mustWrite(t, c, "frame")
 	err := c.uncork()

@@ -33,6 +33,9 @@ type Server struct {
 
 	stats   counters
 	metrics *metrics
+	// corkBufs holds the buffers of connections whose write pump is
+	// sending a batch (cork.go).
+	corkBufs *sync.Pool
 }
 
 // counters are the Server's running totals (Stats).
@@ -45,7 +48,7 @@ func New(opts Options) (*Server, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}}
+	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}, corkBufs: newCorkBufs()}
 	var err error
 	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
@@ -119,7 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}()
 
-	hw := &corkHijacker{ResponseWriter: w}
+	hw := &corkHijacker{ResponseWriter: w, bufs: s.corkBufs}
 	ws, err := s.upgrader.Upgrade(hw, r, nil)
 	if err != nil {
 		return // the upgrader has answered
