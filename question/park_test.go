@@ -314,7 +314,11 @@ func (p *parkProp) step(t *rapid.T) {
 			t.Fatalf("sync of %s: the sessions answer differently (%v %d bytes / %v %d bytes)", s.id, ok1, len(o1), ok2, len(o2))
 		}
 		if ok1 {
-			if err := s.peerSess.Receive(o1); err != nil {
+			// Changes whose dependency a Bloom filter's false positive held
+			// back are refused, and the session asks for that dependency in
+			// its next message (crdt.Session.withNeed): the protocol's own
+			// recovery, not a difference between the two authorities.
+			if err := s.peerSess.Receive(o1); err != nil && !errors.Is(err, crdt.ErrMissingDeps) {
 				t.Fatal(err)
 			}
 		}
