@@ -146,3 +146,25 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestEarlyChangesWaitForAReplyBeforeThem is the case the order property
+// once found: a reply about decision x to one connection, then another
+// member's accepted edit of x. The edit's changes may not leave early for
+// that connection, or they would overtake the reply decided before them.
+func TestEarlyChangesWaitForAReplyBeforeThem(t *testing.T) {
+	a, b := &conn{}, &conn{}
+	d := &document{conns: map[*conn]uint64{a: 0, b: 0}, joining: map[*conn]*joinCursor{}}
+	held := []delivery{
+		{to: a, msg: &encoded{msg: &wire.Reply{ID: "x"}}},
+		{except: b, msg: &encoded{msg: &wire.Changes{ID: "x"}}, early: true},
+	}
+	plan := d.planGroup(held)
+	if early := earlyItems(plan[a]); len(early) != 2 || early[0] || early[1] {
+		t.Fatalf("early items for the replied-to connection: %v, want none", early)
+	}
+	// Without the reply ahead of them they may leave early.
+	plan = d.planGroup(held[1:])
+	if early := earlyItems(plan[a]); len(early) != 1 || !early[0] {
+		t.Fatalf("early items with nothing ahead: %v, want the changes", early)
+	}
+}
