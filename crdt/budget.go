@@ -278,7 +278,7 @@ func (d *Doc) rebaseClock() (string, error) {
 	// writers that rebase covered (before every writer of its own): a
 	// replica that missed both rebases still learns which of its changes
 	// they hold.
-	for a, seq := range d.RebaseClock() {
+	for a, seq := range clockOf(chs) {
 		clock[a] = last{seq: seq, at: -1}
 	}
 	for i, c := range chs {
@@ -314,6 +314,12 @@ func (d *Doc) RebaseClock() map[string]uint64 {
 	if err != nil {
 		return nil
 	}
+	return clockOf(chs)
+}
+
+// clockOf parses the clock in the message of the rebase change among chs
+// (the one with no dependencies that starts the history); nil if none.
+func clockOf(chs []*automerge.Change) map[string]uint64 {
 	for _, c := range chs {
 		msg := c.Message()
 		if c.ActorSeq() != 1 || len(c.Dependencies()) != 0 || !isRebaseMessage(msg) {
@@ -350,10 +356,11 @@ func (d *Doc) Covered(clock map[string]uint64) Heads {
 	if err != nil {
 		return nil
 	}
-	best := map[string]struct {
+	type last struct {
 		seq  uint64
 		hash ChangeHash
-	}{}
+	}
+	best := map[string]last{}
 	for _, c := range chs {
 		a := c.ActorID()
 		want, ok := clock[a]
@@ -361,13 +368,10 @@ func (d *Doc) Covered(clock map[string]uint64) Heads {
 			continue
 		}
 		if b, seen := best[a]; !seen || c.ActorSeq() > b.seq {
-			best[a] = struct {
-				seq  uint64
-				hash ChangeHash
-			}{c.ActorSeq(), ChangeHash(c.Hash())}
+			best[a] = last{c.ActorSeq(), ChangeHash(c.Hash())}
 		}
 	}
-	var out []ChangeHash
+	out := make([]ChangeHash, 0, len(best))
 	for _, b := range best {
 		out = append(out, b.hash)
 	}
