@@ -205,6 +205,20 @@ func (c *conn) drain() error {
 	}
 }
 
+// sendQueued writes the queued frames (drain), then runs last if set,
+// all corked, and sends what the cork holds in one write.
+func (c *conn) sendQueued(last func()) error {
+	c.cork.cork()
+	err := c.drain()
+	if last != nil {
+		last()
+	}
+	if uerr := c.cork.uncork(); err == nil {
+		err = uerr
+	}
+	return err
+}
+
 func (c *conn) writePump() {
 	ping := time.NewTicker(c.s.opts.PingInterval)
 	defer func() {
@@ -219,14 +233,10 @@ func (c *conn) writePump() {
 		select {
 		case <-c.done:
 			// Flush what is queued, then say goodbye, in one write.
-			c.cork.cork()
-			err := c.drain()
-			c.ws.SetWriteDeadline(time.Now().Add(time.Second))
-			c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-			if uerr := c.cork.uncork(); err == nil {
-				err = uerr
-			}
-			if err != nil {
+			if err := c.sendQueued(func() {
+				c.ws.SetWriteDeadline(time.Now().Add(time.Second))
+				c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+			}); err != nil {
 				c.writeFailed(err)
 			}
 			return
@@ -238,12 +248,7 @@ func (c *conn) writePump() {
 			continue
 		default:
 		}
-		c.cork.cork()
-		err := c.drain()
-		if uerr := c.cork.uncork(); err == nil {
-			err = uerr
-		}
-		if err != nil {
+		if err := c.sendQueued(nil); err != nil {
 			c.writeFailed(err)
 			c.close()
 			return
