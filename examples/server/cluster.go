@@ -98,16 +98,11 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to NATS %s: %w", o.NATS, err)
 	}
-	// A cluster that has just started elects its JetStream leaders in its
-	// first seconds.
 	var js *jetstream.Store
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	err = whileClusterStarts(ctx, func() (err error) {
 		js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: o.Replicas, Logger: log})
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: open the JetStream store: %w", err)
@@ -147,7 +142,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 	if s.fenced == nil {
 		return h, nil
 	}
-	r, err := cluster.New(ctx, a.srv, cluster.Options{
+	opts := cluster.Options{
 		Conn: s.nc, Node: s.opts.Node, URL: s.opts.URL + "/sync", Replicas: s.opts.Replicas,
 		Lost: func(doc string) { s.fenced.Forget(doc); a.srv.CloseDocument(doc) }, Logger: log,
 		// The answer driver watches the document from now on and
@@ -156,6 +151,11 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 			a.driver.Watch(doc)
 			a.driver.Poke(doc)
 		},
+	}
+	var r *cluster.Router
+	err := whileClusterStarts(ctx, func() (err error) {
+		r, err = cluster.New(ctx, a.srv, opts)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -170,6 +170,29 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 		return ""
 	}, h))
 	return mux, nil
+}
+
+// clusterStartup bounds how long a node waits for its NATS cluster at
+// start: a cluster that has just started elects its JetStream leaders in
+// its first seconds, and on a busy machine creating a replicated stream or
+// bucket can outlast one JetStream API timeout.
+const clusterStartup = 30 * time.Second
+
+// whileClusterStarts calls open until it succeeds, ctx ends or
+// clusterStartup has passed, and returns open's last error.
+func whileClusterStarts(ctx context.Context, open func() error) error {
+	deadline := time.Now().Add(clusterStartup)
+	for {
+		err := open()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // close releases the leases (after the server committed what it
