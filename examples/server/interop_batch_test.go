@@ -138,6 +138,39 @@ func TestInteropClientAppliesBatchedChanges(t *testing.T) {
 	}
 	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: e.RID}, ID: "d1", OK: true, Heads: hexHeads(g.Heads())})
 	check("after the edit's reply", hexHeads(g.Heads()))
+
+	// An accepted edit's reply that arrives in the same task as the
+	// changes the server sent before it does not apply them first: they
+	// stay queued for one larger apply, and the reply's heads, which come
+	// after theirs, are accepted once they are applied. Nothing is sent
+	// again.
+	p.edit("mark", map[string]any{"q": "q-pick", "o": "o1", "c": "c2", "mark": "no"})
+	e = p.oneEdit()
+	prev = g.Heads()
+	must(t, g.SpliceText("q-text", 0, 0, "Queued. "))
+	before := changesFrame(t, g, prev, nil)
+	if fresh, err := g.ApplyChanges(e.Changes); err != nil || len(fresh) != 1 {
+		t.Fatalf("the local edit: %v new, %v", fresh, err)
+	}
+	p.frames(before, &wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: e.RID}, ID: "d1", OK: true, Heads: hexHeads(g.Heads())})
+	check("changes and the edit's reply in one task", hexHeads(g.Heads()))
+	if sent := p.sent(); len(sent) != 0 {
+		t.Fatalf("the client sent %d frames after its edit was accepted, want none", len(sent))
+	}
+
+	// A local edit made while changes are queued is concurrent with them:
+	// it goes out at once, and both sides end at the same state.
+	prev = g.Heads()
+	must(t, g.SetMark("q-pick", "o2", "c2", marks.Partly))
+	must(t, g.SpliceText("q-text", 0, 0, "Theirs. "))
+	theirsFrame := changesFrame(t, g, prev, nil)
+	p.edit("settext", map[string]any{"q": "q-text", "text": "Mine. ", "frames": p.encoded([]wire.Message{theirsFrame})})
+	e = p.oneEdit()
+	if _, err := g.ApplyChanges(e.Changes); err != nil {
+		t.Fatal(err)
+	}
+	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: e.RID}, ID: "d1", OK: true, Heads: hexHeads(g.Heads())})
+	check("a local edit over queued changes", hexHeads(g.Heads()))
 	if fs := p.sent(); len(fs) != 0 {
 		t.Fatalf("the page sent %+v with nothing unsent", fs)
 	}

@@ -30,8 +30,13 @@
 //                                   (Client.receive: compressed documents
 //                                   inflate first); {waiting, closed}
 //   sent {name}                     {frames}: what it sent since, msgpack
+//                                   (sent, settled and decision first wait
+//                                   for the client to apply the changes
+//                                   it queued)
 //   edit {name, id, op, ...}        op mark {q, o, c, mark}, choose {q, o,
-//                                   on, multiple} or settext {q, text}
+//                                   on, multiple} or settext {q, text};
+//                                   frames, if given, are handled first in
+//                                   the same task
 //   decision {name, id}             {state, heads, accepted, edited,
 //                                   inflight, note} of one decision
 //   request {name, kind, fields}    {rid}: starts a request (Client.request)
@@ -59,6 +64,15 @@ const clients = new Map();
 const requests = new Map();
 // The client only reads WebSocket.OPEN; Node 20 has no WebSocket.
 globalThis.WebSocket ??= /** @type {any} */ ({ OPEN: 1 });
+
+/**
+ * Waits until the client has applied the question:changes frames it
+ * queued (it defers them while it is busy applying; see Client.incoming).
+ * @param {Client} c
+ */
+async function applied(c) {
+  for (let i = 0; c.incomingQueued && i < 500; i++) await new Promise((r) => setTimeout(r, 2));
+}
 
 function client(name) {
   const x = clients.get(name);
@@ -138,14 +152,17 @@ const handlers = {
     for (let i = 0; c.waiting && !closed && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
     return { waiting: c.waiting !== null, closed };
   },
-  sent: (m) => {
+  sent: async (m) => {
     const x = client(m.name);
+    await applied(x.c);
     const frames = x.out.map(b64);
     x.out.length = 0;
     return { frames };
   },
   edit: (m) => {
     const { c } = client(m.name);
+    // Frames handed over in the same task, just before the edit.
+    for (const f of m.frames ?? []) c.handle(decode(bytes(f)));
     if (m.op === "mark") c.setMark(m.id, m.q, m.o, m.c, m.mark);
     else if (m.op === "choose") c.choose(m.id, m.q, m.o, m.on, m.multiple);
     else if (m.op === "settext") c.setText(m.id, m.q, m.text);
@@ -165,12 +182,14 @@ const handlers = {
     return { rid };
   },
   settled: async (m) => {
+    await applied(client(m.name).c);
     await Promise.resolve(); // let resolved promises run their callbacks
     const r = requests.get(m.rid);
     if (!r) throw new Error(`no request ${m.rid}`);
     return { settled: r.settled, reply: r.reply && { ok: r.reply.ok, reason: r.reply.reason ?? "" } };
   },
-  decision: (m) => {
+  decision: async (m) => {
+    await applied(client(m.name).c);
     const d = client(m.name).c.decisions.get(m.id);
     if (!d || !d.doc) throw new Error(`no replica of ${m.id}`);
     return { state: R.readState(d.doc), heads: R.heads(d.doc), accepted: d.accepted, edited: d.edited, inflight: d.inflight, note: d.note?.text ?? "" };
