@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,10 +74,14 @@ type Options struct {
 	Tools *delivery.Tools
 	// Turns, if set, serves await_answers.
 	Turns Turns
-	// Token is the bearer token every request must carry; "" serves
-	// without authentication (tests, a loopback-only host that checks
-	// elsewhere).
+	// Token is the bearer token every request must carry; "" (with no
+	// Tokens) serves without authentication (tests, a loopback-only host
+	// that checks elsewhere).
 	Token string
+	// Tokens are more bearer tokens, each limited to the documents it
+	// lists (an empty list: any document). A request carrying one for
+	// another document is refused with 403.
+	Tokens map[string][]string
 	// Doc picks the document a session acts on from its first request;
 	// nil reads the "doc" query parameter. An error refuses the session.
 	Doc func(r *http.Request) (string, error)
@@ -136,19 +141,46 @@ func NewHandler(opts Options) (*Handler, error) {
 
 // ServeHTTP checks the bearer token and the document, then serves MCP.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.opts.Token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="accord"`)
-			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
-			return
-		}
+	docs, ok := h.authorized(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="accord"`)
+		http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+		return
 	}
-	if _, err := h.opts.Doc(r); err != nil {
+	doc, err := h.opts.Doc(r)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if len(docs) > 0 && !slices.Contains(docs, doc) {
+		http.Error(w, fmt.Sprintf("this token may not act on document %q", doc), http.StatusForbidden)
+		return
+	}
 	h.http.ServeHTTP(w, r)
+}
+
+// authorized reports whether r carries an accepted bearer token, and the
+// documents that token is limited to (nil: any).
+func (h *Handler) authorized(r *http.Request) (docs []string, ok bool) {
+	if h.opts.Token == "" && len(h.opts.Tokens) == 0 {
+		return nil, true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || got == "" {
+		return nil, false
+	}
+	found := false
+	if h.opts.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1 {
+		found = true
+	}
+	// Every token is compared, so the time taken does not tell which
+	// one came close.
+	for tok, limit := range h.opts.Tokens {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			found, docs = true, limit
+		}
+	}
+	return docs, found
 }
 
 // Close ends every blocking call (await_answers, ask).
