@@ -57,12 +57,16 @@ type app struct {
 	research *researchHost     // research.go
 	watcher  *research.Watcher // research.go
 	desk     *personaDesk      // personas.go
+	sessions *sessions         // signin.go
 }
 
 func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
 	a := &app{log: log, host: memhost.New(), feed: newPlanFeed()}
 	demo.setDefaults()
 	var err error
+	if a.sessions, err = openSessions(demo.Dir, demo.SessionKey, demo.TrustMemberParam, log); err != nil {
+		return nil, err
+	}
 	if a.research, err = newResearchHost(demo, log); err != nil {
 		return nil, err
 	}
@@ -87,7 +91,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 		Logger:     log,
 		Registerer: a.metrics,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			if m, ok := memberOf(r); ok {
+			if m, ok := a.sessions.memberOf(r); ok {
 				return question.Member{Login: m.Login, Write: m.Write}, nil
 			}
 			return question.Member{}, server.ErrUnauthorized
@@ -162,8 +166,22 @@ func (a *app) placeCards(ctx context.Context, doc string) error {
 func (a *app) routes(mux *http.ServeMux) {
 	mux.Handle("/sync", a.srv)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
+	// The page asks who it is signed in as; someone not signed in gets the
+	// demo members' sign-in links (the demo lets anyone be any of them).
 	mux.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"doc": demoDoc, "members": personas})
+		type member struct {
+			persona
+			SignIn string `json:"signIn"`
+		}
+		var members []member
+		for _, p := range personas {
+			members = append(members, member{p, a.sessions.invite("", p)})
+		}
+		out := map[string]any{"doc": demoDoc, "members": members}
+		if m, ok := a.sessions.memberOf(r); ok {
+			out["member"] = m
+		}
+		writeJSON(w, out)
 	})
 	mux.HandleFunc("GET /api/plan", func(w http.ResponseWriter, r *http.Request) {
 		out, err := a.planView(r.Context(), docParam(r))
@@ -182,10 +200,10 @@ func (a *app) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {
 		// Starting the demo opens decisions in the plan: a write, so only
 		// a member who may write can do it, as on the sync socket.
-		m, ok := memberOf(r)
+		m, ok := a.sessions.memberOf(r)
 		if !ok {
 			w.WriteHeader(http.StatusUnauthorized)
-			writeJSON(w, map[string]string{"reason": "unauthorized", "error": "name a demo member (?member=ana) to start the demo"})
+			writeJSON(w, map[string]string{"reason": "unauthorized", "error": "sign in to start the demo"})
 			return
 		}
 		if !m.Write {

@@ -23,7 +23,6 @@ import (
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/sync/replica"
 )
 
 // testApp is the example's app behind a real HTTP listener, on a bbolt
@@ -42,6 +41,7 @@ func testApp(t *testing.T) (*app, *httptest.Server) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(a.handler())
+	useSessions(t, strings.TrimPrefix(hs.URL, "http://"), a.sessions)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -172,7 +172,7 @@ func TestDemoStartNewRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/sync?doc="+demoDoc+"&member=ana", replica.Options{})
+	c, err := dialAs(t, ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/sync?doc="+demoDoc+"&member=ana")
 	if err != nil {
 		t.Fatal(err)
 	}

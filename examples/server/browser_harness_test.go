@@ -71,6 +71,7 @@ func startServer(t *testing.T, dir, addr string) *testServer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{t: t, dir: dir, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	prepareSessions(t, dir, "", s.addr)
 	log := slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { s.done <- serve(ctx, ln, dir, log, io.Discard) }()
 	t.Cleanup(s.stop)
@@ -237,16 +238,25 @@ func newBrowser(t *testing.T, name string, w, h int) *browser {
 	return b
 }
 
-// open loads the page as member (the ?member= of the URL) with extra query
+// open signs in as member and loads the page with extra query
 // parameters, and waits until it is connected.
 func (b *browser) open(srv *testServer, member, query string) {
 	b.t.Helper()
 	b.srv = srv
-	u := srv.url("/?member=" + member)
-	if query != "" {
-		u += "&" + query
+	testSessions.Lock()
+	keys := testSessions.byHost[srv.addr]
+	testSessions.Unlock()
+	p, ok := personaNamed(member)
+	if !ok {
+		b.t.Fatalf("no demo member %q", member)
 	}
-	b.do(chromedp.Navigate(u))
+	u := srv.url("/")
+	if query != "" {
+		u += "?" + query
+	}
+	// Sign in through the member's invite link, as a person does; the
+	// session cookie then carries who they are.
+	b.do(chromedp.Navigate(keys.invite("http://"+srv.addr, p)), chromedp.Navigate(u))
 	b.waitConnected()
 }
 

@@ -40,6 +40,7 @@ func startDemoServer(t *testing.T, dir, addr string, demo demoOptions) *testServ
 	demo.Dir = dir
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{t: t, dir: dir, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	prepareSessions(t, dir, demo.SessionKey, s.addr)
 	log := slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { s.done <- serveDemo(ctx, ln, demo, log, io.Discard) }()
 	t.Cleanup(s.stop)

@@ -397,7 +397,7 @@ func TestBrowserReaderCannotEdit(t *testing.T) {
 	// server when forced.
 	rita.waitFor("Rita's disabled Start demo", `$("start-demo").disabled`)
 	var status int
-	rita.eval(`fetch("api/demo/start?member=rita", {method: "POST"}).then((r) => r.status)`, &status)
+	rita.eval(`fetch("api/demo/start", {method: "POST", headers: {"Content-Type": "application/json"}}).then((r) => r.status)`, &status)
 	if status != 403 {
 		t.Errorf("Rita's forced Start demo: HTTP %d, want 403", status)
 	}

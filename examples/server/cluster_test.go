@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 func TestServersJoinACluster(t *testing.T) {
 	c := natstest.RunCluster(t, 3)
 	node := func(name string) *testServer {
-		demo := demoOptions{Personas: false, Cluster: clusterOptions{NATS: c.URLs(), Node: name, Replicas: 3}}
+		// The nodes share one sign-in key, so that a session started on
+		// either is good on the other (the document's owner checks it).
+		demo := demoOptions{Personas: false, Cluster: clusterOptions{NATS: c.URLs(), Node: name, Replicas: 3}, SessionKey: strings.Repeat("ab", 32)}
 		s := startDemoServer(t, t.TempDir(), "127.0.0.1:0", demo)
 		waitHealthy(t, s)
 		return s
@@ -31,7 +34,7 @@ func TestServersJoinACluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dial := func(s *testServer, member string) *replica.Client {
-		cl, err := replica.Dial(ctx, "ws://"+s.addr+"/sync?doc="+demoDoc+"&member="+member, replica.Options{})
+		cl, err := dialAs(t, ctx, "ws://"+s.addr+"/sync?doc="+demoDoc+"&member="+member)
 		if err != nil {
 			t.Fatalf("%s on %s: %v", member, s.addr, err)
 		}

@@ -5,8 +5,15 @@
 //	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
-//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup for a bearer of this token
-//	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: random, printed)
+//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup and /admin/rotate-session-key for a
+//	                      bearer of this token
+//	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: the one kept in
+//	                      DATA/mcp.token, made on first start and printed)
+//	ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
+//	ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
+//	                      (a cluster's nodes must share one)
+//	ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
+//	                      session: anyone is anyone (load tools on your own machine only)
 //	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
 //	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
 //	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
@@ -19,8 +26,9 @@
 // while the server serves (docs/OPERATIONS.md: backup and restore). Without
 // ACCORD_ADMIN_TOKEN the endpoint does not exist.
 //
-// The page at / lets you pick a demo member: ana and ben write, rita only
-// reads. A deterministic demo Planner (no network, no model) opens
+// At start it prints a sign-in link per demo member (signin.go): ana and
+// ben write, rita only reads; the page at / offers the same links to
+// someone not signed in. A deterministic demo Planner (no network, no model) opens
 // decisions, asks a question and acts on the answers people save. A demo
 // research host runs research and investigations (a deterministic fake
 // that takes a few seconds; Ana has a paired machine, Ben none), and demo
@@ -124,12 +132,24 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	if hs.Handler, err = store.route(ctx, app, hs.Handler, log); err != nil {
 		return err
 	}
+	hs.Handler = sameSite(hs.Handler) // signin.go
+	sctx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go app.sessions.sweepLoop(sctx, app)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
 	log.Info("accord server listening", "url", "http://"+addr+"/", "data", data)
 	fmt.Fprintf(out, "Accord is serving on http://%s/ (data in %s)\n", addr, data)
+	fmt.Fprintln(out, "Open a link to sign in as a demo member (each works for 30 days):")
+	for _, p := range personas {
+		role := "writes"
+		if !p.Write {
+			role = "reads only"
+		}
+		fmt.Fprintf(out, "  %s (%s): %s\n", p.Name, role, app.sessions.invite("http://"+addr, p))
+	}
 
 	select {
 	case err := <-errc:
@@ -152,6 +172,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	a.routes(mux)
+	a.sessions.routes(mux, a, os.Getenv("ACCORD_ADMIN_TOKEN"))
 	mux.Handle("/", webHandler())
 	return mux
 }

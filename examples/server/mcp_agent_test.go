@@ -25,7 +25,6 @@ import (
 
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/sync/replica"
 )
 
 // tsAgent is the Node process running agent.mjs, read one JSON line (one
@@ -170,7 +169,7 @@ func TestMCPTypeScriptAgent(t *testing.T) {
 	}
 
 	// ana saves an answer in her replica, as the page does.
-	ana, err := replica.Dial(context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode(), replica.Options{})
+	ana, err := dialAs(t, context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

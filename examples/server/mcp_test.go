@@ -121,7 +121,7 @@ func TestMCPEndpoint(t *testing.T) {
 		}
 		got <- out
 	}()
-	ana, err := replica.Dial(context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode(), replica.Options{})
+	ana, err := dialAs(t, context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

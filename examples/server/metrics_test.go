@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/accord-crdt/accord/sync/replica"
 )
 
 // TestMetricsEndpoint scrapes /metrics after a member connected and the
@@ -18,7 +16,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	_, hs := testApp(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/sync?doc="+demoDoc+"&member=ana", replica.Options{})
+	c, err := dialAs(t, ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/sync?doc="+demoDoc+"&member=ana")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,15 +237,15 @@ func (a *app) planSocket(w http.ResponseWriter, r *http.Request) {
 // maxBlockText bounds the text of one block a person writes in the page.
 const maxBlockText = 4000
 
-// planEdit serves POST /api/plan/edit?member=…: a person's edit of the
+// planEdit serves POST /api/plan/edit: a person's edit of the
 // plan's text (edit, insert or delete blocks, all or none) at the revision
 // their page shows, through the host's edit_plan. A reader is refused
 // (forbidden), a page behind the plan gets stale, and bad input invalid,
 // each with a reason word and nothing changed.
 func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
-	m, ok := memberOf(r)
+	m, ok := a.sessions.memberOf(r)
 	if !ok {
-		refuse(w, http.StatusUnauthorized, "unauthorized", "name a demo member (?member=ana) to edit the plan")
+		refuse(w, http.StatusUnauthorized, "unauthorized", "sign in to edit the plan")
 		return
 	}
 	if !m.Write {
@@ -282,14 +282,14 @@ func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, res)
 }
 
-// demoRewriteRoute serves POST /api/demo/rewrite?member=… for a member
+// demoRewriteRoute serves POST /api/demo/rewrite for a member
 // who can write (demoRewrite).
 func (a *app) demoRewriteRoute() http.HandlerFunc {
 	rewrite := demoRewrite(a.tools, a.host.Docs, a.log)
 	return func(w http.ResponseWriter, r *http.Request) {
-		m, ok := memberOf(r)
+		m, ok := a.sessions.memberOf(r)
 		if !ok {
-			refuse(w, http.StatusUnauthorized, "unauthorized", "name a demo member (?member=ana) to rewrite the plan")
+			refuse(w, http.StatusUnauthorized, "unauthorized", "sign in to rewrite the plan")
 			return
 		}
 		if !m.Write {

@@ -65,8 +65,8 @@ func TestPlanEditRefusals(t *testing.T) {
 		code              int
 		reason, mention   string
 	}{
-		{"nobody", "", `{"revision":"` + rev + `","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 401, "unauthorized", "member"},
-		{"a stranger", "?member=mallory", `{"revision":"` + rev + `","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 401, "unauthorized", "member"},
+		{"nobody", "", `{"revision":"` + rev + `","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 401, "unauthorized", "sign in"},
+		{"a stranger", "?member=mallory", `{"revision":"` + rev + `","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 401, "unauthorized", "sign in"},
 		{"a reader", "?member=rita", `{"revision":"` + rev + `","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 403, "forbidden", "read"},
 		{"an unknown plan", "?member=ana&doc=nowhere", `{"revision":"r0","edits":[{"op":"insert","kind":"paragraph","text":"x"}]}`, 404, "not_found", "nowhere"},
 		{"an old revision", "?member=ana", `{"revision":"r1","edits":[{"op":"edit","block":"b3","text":"x"}]}`, 409, "stale", "r1"},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/sync/mcp"
-	"github.com/accord-crdt/accord/sync/replica"
 )
 
 type planView struct {
@@ -54,7 +53,7 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 		}
 		got <- out
 	}()
-	ana, err := replica.Dial(context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode(), replica.Options{})
+	ana, err := dialAs(t, context.Background(), "ws://"+s.addr+"/sync?"+url.Values{"doc": {demoDoc}, "member": {"ana"}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

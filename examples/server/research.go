@@ -41,12 +41,20 @@ type demoOptions struct {
 	// Cluster, when its NATS is set, makes the server a cluster node
 	// (cluster.go).
 	Cluster clusterOptions
+	// TrustMemberParam takes the member from ?member= of requests that
+	// carry no session (ACCORD_TRUST_MEMBER_PARAM=1): anyone can act as
+	// anyone. Only for load tools on a machine you control.
+	TrustMemberParam bool
+	// SessionKey, in hex, signs sign-in links and sessions instead of the
+	// key kept in the data folder (ACCORD_SESSION_KEY): every node of a
+	// cluster needs the same.
+	SessionKey string
 }
 
 // demoFromEnv reads the demo's options from the environment (main.go
 // documents the variables).
 func demoFromEnv(dir string) demoOptions {
-	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0"}
+	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0", TrustMemberParam: os.Getenv("ACCORD_TRUST_MEMBER_PARAM") == "1", SessionKey: os.Getenv("ACCORD_SESSION_KEY")}
 	for _, v := range []struct {
 		key string
 		to  *time.Duration
@@ -466,17 +474,6 @@ func (a *app) knownMember(doc, login string) bool {
 	return a.desk.persona(login) != nil
 }
 
-// member returns the demo member named by the request's ?member=.
-func memberOf(r *http.Request) (persona, bool) {
-	login := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("member")))
-	for _, p := range personas {
-		if p.Login == login {
-			return p, true
-		}
-	}
-	return persona{}, false
-}
-
 // workRequest is the body of POST /api/research and /api/investigations.
 type workRequest struct {
 	Doc      string `json:"doc"`
@@ -522,9 +519,9 @@ func (a *app) startWork(w http.ResponseWriter, r *http.Request, kind question.Fi
 		w.WriteHeader(status)
 		writeJSON(w, map[string]string{"reason": reason, "error": msg})
 	}
-	who, ok := memberOf(r)
+	who, ok := a.sessions.memberOf(r)
 	if !ok {
-		refuse(http.StatusUnauthorized, "unauthorized", "name a demo member with ?member=")
+		refuse(http.StatusUnauthorized, "unauthorized", "sign in to start research")
 		return
 	}
 	var req workRequest

@@ -166,6 +166,7 @@ func TestResearchRoutes(t *testing.T) {
 		mux := http.NewServeMux()
 		a.routes(mux)
 		hs := httptest.NewServer(mux)
+		useSessions(t, strings.TrimPrefix(hs.URL, "http://"), a.sessions)
 		post := func(path, member, body string) (int, map[string]string) {
 			t.Helper()
 			res, err := http.Post(hs.URL+path+"?member="+member, "application/json", strings.NewReader(body))

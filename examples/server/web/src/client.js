@@ -75,7 +75,7 @@ export class Client {
   constructor(opts) {
     this.doc = opts.doc;
     this.member = opts.member;
-    this.url = opts.url || syncURL(opts.doc, opts.member);
+    this.url = opts.url || syncURL(opts.doc);
     /** "connecting" | "open" | "reconnecting" | "closed" */
     this.conn = "connecting";
     /** whether the server lets this member write (from welcome) */
@@ -1021,13 +1021,14 @@ function loadEdited(key) {
 }
 
 /**
+ * The sync socket's URL for doc. The server takes the member from the
+ * session cookie the browser sends with the upgrade, never from the URL.
  * @param {string} doc
- * @param {string} member
  */
-export function syncURL(doc, member) {
+export function syncURL(doc) {
   const u = new URL("sync", location.href);
   u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
-  u.search = new URLSearchParams({ doc, member }).toString();
+  u.search = new URLSearchParams({ doc }).toString();
   return u.toString();
 }
 

@@ -17,22 +17,12 @@ const params = new URLSearchParams(location.search);
 /**
  * @typedef {import("./client.js").Decision} Decision
  * @typedef {import("./client.js").Question} Question
- * @typedef {{login: string, name: string, write: boolean}} Member
- * @typedef {{doc: string, members: Member[]}} Session
+ * @typedef {{login: string, name: string, write: boolean, signIn?: string}} Member
+ * @typedef {{doc: string, members: Member[], member?: Member}} Session
  * @typedef {import("./plan-edit.jsx").Block} Block
  * @typedef {import("./plan-edit.jsx").Plan} Plan
  * @typedef {import("./plan-edit.jsx").Pending} Pending
  */
-
-/** @type {Session} */
-const FALLBACK_SESSION = {
-  doc: "plan-1",
-  members: [
-    { login: "ana", name: "Ana", write: true },
-    { login: "ben", name: "Ben", write: true },
-    { login: "rita", name: "Rita", write: false },
-  ],
-};
 
 /** @param {string} url */
 async function getJSON(url) {
@@ -50,26 +40,56 @@ async function main() {
     return;
   }
   /** @type {Session} */
-  let session = FALLBACK_SESSION;
+  let session;
   try {
     session = await getJSON("api/session");
   } catch (e) {
-    console.warn("no session API; using the demo personas", e);
+    root.textContent = `The server is not reachable: ${e instanceof Error ? e.message : e}. Reload the page to try again.`;
+    return;
   }
   root.textContent = "";
-  render(<App session={session} />, root);
+  if (!session.member) render(<SignIn session={session} />, root);
+  else render(<App session={session} me={session.member} />, root);
 }
 
 /**
- * @param {Session} session
- * @returns {string}
+ * The page of someone not signed in: the demo members' sign-in links
+ * (the server prints the same links when it starts).
+ * @param {{session: Session}} props
  */
-function initialMember(session) {
-  const logins = session.members.map((m) => m.login);
-  for (const m of [params.get("member"), localStorage.getItem("accord.member")]) {
-    if (m && logins.includes(m)) return m;
+function SignIn({ session }) {
+  return (
+    <div class="page signin" data-testid="signin">
+      <header class="top">
+        <div class="brand">
+          <span class="logo" aria-hidden="true">◆</span>
+          <span>Accord</span>
+        </div>
+      </header>
+      <main class="signin-body">
+        <h1>Sign in to the demo plan</h1>
+        <p>Pick a demo member. Ana and Ben can change decisions; Rita can only read them.</p>
+        <ul class="signin-links">
+          {session.members.map((m) => (
+            <li key={m.login}>
+              <a href={m.signIn} data-testid={`signin-${m.login}`}>
+                Sign in as {m.name}
+              </a>
+              <span class="muted">{m.write ? " can edit and save" : " reads only"}</span>
+            </li>
+          ))}
+        </ul>
+      </main>
+    </div>
+  );
+}
+
+async function signOut() {
+  try {
+    await fetch("signout", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+  } finally {
+    location.reload();
   }
-  return logins[0] || "ana";
 }
 
 function useCompact() {
@@ -85,10 +105,10 @@ function useCompact() {
   return compact;
 }
 
-/** @param {{session: Session}} props */
-function App({ session }) {
+/** @param {{session: Session, me: Member}} props */
+function App({ session, me }) {
   const docId = params.get("doc") || session.doc;
-  const [member, setMember] = useState(() => initialMember(session));
+  const member = me.login;
   const [client, setClient] = useState(/** @type {Client|null} */ (null));
   const [, tick] = useReducer((/** @type {number} */ x) => x + 1, 0);
   const [pageNote, setPageNote] = useState("");
@@ -116,14 +136,6 @@ function App({ session }) {
     setClient(c);
     // For debugging and browser tests: the live client (replicas, records).
     /** @type {any} */ (window).accord = c;
-    try {
-      localStorage.setItem("accord.member", member);
-      const u = new URL(location.href);
-      u.searchParams.set("member", member);
-      history.replaceState(null, "", u);
-    } catch {
-      // storage or history unavailable: the choice just is not kept
-    }
     return () => {
       off();
       c.stop();
@@ -139,8 +151,8 @@ function App({ session }) {
     setDemoBusy("starting");
     setPageNote("");
     try {
-      const q = new URLSearchParams({ doc: docId, member });
-      const r = await fetch(`api/demo/start?${q}`, { method: "POST" });
+      const q = new URLSearchParams({ doc: docId });
+      const r = await fetch(`api/demo/start?${q}`, { method: "POST", headers: { "Content-Type": "application/json" } });
       const body = await r.json().catch(() => ({}));
       if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
       const opened = Array.isArray(body.opened) ? body.opened : [];
@@ -166,8 +178,8 @@ function App({ session }) {
     setDemoBusy("rewriting");
     setPageNote("");
     try {
-      const q = new URLSearchParams({ doc: docId, member });
-      const r = await fetch(`api/demo/rewrite?${q}`, { method: "POST" });
+      const q = new URLSearchParams({ doc: docId });
+      const r = await fetch(`api/demo/rewrite?${q}`, { method: "POST", headers: { "Content-Type": "application/json" } });
       const body = await r.json().catch(() => ({}));
       if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
       setPageNote(rewriteNote(body));
@@ -181,7 +193,6 @@ function App({ session }) {
   const c = client;
   const conn = c ? c.conn : "connecting";
   const reader = !!c && c.welcomed && !c.write;
-  const me = session.members.find((m) => m.login === member);
   const plan = feed.plan;
   /** @type {Block[]} */
   const blocks = plan?.blocks || [];
@@ -196,17 +207,15 @@ function App({ session }) {
           <span>Accord</span>
           <span class="docname" data-testid="doc-name">{docId}</span>
         </div>
-        <label class="picker">
-          <span>Member</span>
-          <select data-testid="member-picker" value={member} onChange={(e) => setMember(e.currentTarget.value)}>
-            {session.members.map((m) => (
-              <option value={m.login} key={m.login}>
-                {m.name}
-                {m.write ? "" : " (reader)"}
-              </option>
-            ))}
-          </select>
-        </label>
+        <span class="picker" data-testid="signed-in">
+          <span>
+            {me.name}
+            {me.write ? "" : " (reader)"}
+          </span>
+          <button type="button" class="btn link" data-testid="signout" onClick={signOut}>
+            Sign out
+          </button>
+        </span>
         <ConnectionPill conn={conn} />
         {/* Starting the demo opens decisions: a write, which the server
             refuses a reader too. Until the welcome says who may write, it

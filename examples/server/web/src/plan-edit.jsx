@@ -85,7 +85,7 @@ export function usePlanFeed(docId) {
  * @returns {Promise<{ok: boolean, reason?: string, error?: string, body?: any, plan?: Plan}>}
  */
 export async function sendEdits(docId, member, revision, edits, stillValid) {
-  const q = new URLSearchParams({ doc: docId, member });
+  const q = new URLSearchParams({ doc: docId });
   let rev = revision;
   for (let attempt = 0; ; attempt++) {
     let r;

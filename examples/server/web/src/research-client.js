@@ -125,7 +125,7 @@ export class PageClient extends Client {
     let ref = "";
     try {
       const route = kind === "spike" ? "api/investigations" : "api/research";
-      const r = await fetch(`${route}?member=${encodeURIComponent(this.member)}`, {
+      const r = await fetch(route, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ doc: this.doc, decision: id, focus }),
