@@ -396,7 +396,7 @@ func (p *demoPlanner) onTurn(doc string, t delivery.Turn) {
 			}
 		}
 		if others > 0 {
-			p.say(doc, "turn-"+t.ID, fmt.Sprintf("Planner: thanks, I am updating the plan with %s.", plural(others, "answer", "answers")))
+			p.say(doc, "reply-"+t.ID, fmt.Sprintf("Planner: thanks, I am updating the plan with %s.", plural(others, "answer", "answers")))
 		}
 	}()
 }

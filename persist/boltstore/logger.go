@@ -29,9 +29,12 @@ func (b boltLogger) logf(level slog.Level, format string, v ...any) {
 
 func (b boltLogger) Debug(v ...any)                 { b.log(slog.LevelDebug, v...) }
 func (b boltLogger) Debugf(format string, v ...any) { b.logf(slog.LevelDebug, format, v...) }
-func (b boltLogger) Info(v ...any)                  { b.log(slog.LevelInfo, v...) }
-func (b boltLogger) Infof(format string, v ...any)  { b.logf(slog.LevelInfo, format, v...) }
-func (b boltLogger) Warning(v ...any)               { b.log(slog.LevelWarn, v...) }
+
+// bbolt's info messages (the options it opened a file with, pointers
+// and all) are detail for debugging, not events of the store.
+func (b boltLogger) Info(v ...any)                 { b.log(slog.LevelDebug, v...) }
+func (b boltLogger) Infof(format string, v ...any) { b.logf(slog.LevelDebug, format, v...) }
+func (b boltLogger) Warning(v ...any)              { b.log(slog.LevelWarn, v...) }
 func (b boltLogger) Warningf(format string, v ...any) {
 	b.logf(slog.LevelWarn, format, v...)
 }

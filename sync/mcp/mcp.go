@@ -133,10 +133,31 @@ func NewHandler(opts Options) (*Handler, error) {
 	if _, err := h.tools(); err != nil {
 		return nil, err
 	}
+	// The SDK logs every session's comings and goings at info, naming no
+	// document; only its warnings and errors reach the host's log.
+	sdkLog := slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}).With("component", "mcp")
 	h.http = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{
-		Logger: opts.Logger, SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
+		Logger: sdkLog, SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
 	})
 	return h, nil
+}
+
+// atLeast passes on the records of its handler from a level up.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (a atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= a.min && a.Handler.Enabled(ctx, l)
+}
+
+func (a atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{a.Handler.WithAttrs(as), a.min}
+}
+
+func (a atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{a.Handler.WithGroup(name), a.min}
 }
 
 // ServeHTTP checks the bearer token and the document, then serves MCP.
