@@ -160,7 +160,7 @@ func TestMCPEndpoint(t *testing.T) {
 		if no.ID == first.Turn.ID {
 			n++
 		}
-		if strings.HasPrefix(no.ID, "turn-turn") {
+		if strings.HasPrefix(no.ID, "reply-turn") {
 			t.Fatalf("the demo Planner took the agent's turn: %+v", no)
 		}
 	}
