@@ -287,6 +287,8 @@ func TestBrowserAskAndTake(t *testing.T) {
 		}
 		return false, strings.Join(texts, " | ")
 	})
+	// The page shows the names the cards use, not the handles.
+	ana.waitFor("the notice with names in the page's Chat", `[...document.querySelectorAll('[data-testid^="chat-notice-"]')].some((e) => e.textContent.includes("Ana asked Ben about “How should onboarding work?”"))`)
 	fs := ana.findings(id)
 	if len(fs) != 1 || fs[0].Kind != "ask" || fs[0].Status != "running" || fs[0].Ref != "ben" {
 		t.Fatalf("findings after the ask: %+v", fs)
@@ -329,7 +331,7 @@ func TestBrowserAskAndTake(t *testing.T) {
 			lily = &fs[i]
 		}
 	}
-	if lily == nil || lily.Status != "ready" || lily.Stance != "supports" || lily.Summary != demoRoster[0].Reply {
+	if lily == nil || lily.Status != "ready" || lily.Stance != "supports" || lily.Summary != fmt.Sprintf(demoRoster[0].Reply, "How should onboarding work?") {
 		t.Fatalf("Lily's take: %+v", fs)
 	}
 	ana.waitText("take-"+lily.ID, "Lily")

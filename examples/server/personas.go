@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -26,11 +27,12 @@ type demoPersona struct {
 	Stance question.Stance
 }
 
+// demoRoster's replies name the question they answer (%s).
 var demoRoster = []demoPersona{
 	{Login: "demo:lily", Name: "Lily", Stance: question.Supports,
-		Reply: "From support's side this works: most tickets we get are people locked out after a new phone, and this covers them."},
+		Reply: "From support's side, on “%s”: this works. It is what people ask us for, and it leaves us less to explain."},
 	{Login: "demo:omar", Name: "Omar", Stance: question.Objects,
-		Reply: "I would hold off: it adds a path security has not reviewed yet, and the old password path already covers the first month."},
+		Reply: "On “%s”, I would hold off: it adds something security has not reviewed yet, and what we have today covers the first month."},
 }
 
 // personaDesk answers the asks put to the roster. Its one goroutine scans
@@ -195,8 +197,12 @@ func (p *personaDesk) answer(ctx context.Context) time.Time {
 	for _, k := range ready {
 		who := p.persona(k.login)
 		err := p.srv.Do(ctx, k.doc, func(a *question.Authority) error {
+			asked := "this"
+			if rec, ok := a.Record(k.decision); ok && len(rec.Definition.Questions) > 0 {
+				asked = clipRunes(rec.Definition.Questions[0].Text, 120)
+			}
 			_, err := a.Take(ctx, question.Member{Login: who.Login, Write: true},
-				question.TakeRequest{ID: k.decision, Finding: k.finding, Reply: who.Reply, Stance: who.Stance})
+				question.TakeRequest{ID: k.decision, Finding: k.finding, Reply: fmt.Sprintf(who.Reply, asked), Stance: who.Stance})
 			return err
 		})
 		if err != nil && ctx.Err() == nil {

@@ -89,10 +89,13 @@ type job struct {
 	Doc      string               `json:"doc"`
 	Decision string               `json:"decision,omitempty"`
 	Focus    string               `json:"focus,omitempty"`
-	By       string               `json:"by"`
-	Started  time.Time            `json:"started"`
-	Due      time.Time            `json:"due"`
-	Work     question.Work        `json:"work"`
+	// Question is the decision's first question when the work started:
+	// with the focus, it picks what the work comes back with.
+	Question string        `json:"question,omitempty"`
+	By       string        `json:"by"`
+	Started  time.Time     `json:"started"`
+	Due      time.Time     `json:"due"`
+	Work     question.Work `json:"work"`
 }
 
 // researchHost implements server.ResearchHost and research.Host. Its work
@@ -208,7 +211,7 @@ func (h *researchHost) save() error {
 func jobID(n int) string { return fmt.Sprintf("work-%d", n) }
 
 // start runs new work for a member and returns its id.
-func (h *researchHost) start(kind question.FindingKind, doc, decision, focus, by string) (string, error) {
+func (h *researchHost) start(kind question.FindingKind, doc, decision, questionText, focus, by string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -220,7 +223,7 @@ func (h *researchHost) start(kind question.FindingKind, doc, decision, focus, by
 		d = h.spikeDelay
 	}
 	now := time.Now()
-	j := &job{ID: jobID(h.next), Kind: kind, Doc: doc, Decision: decision, Focus: focus, By: by,
+	j := &job{ID: jobID(h.next), Kind: kind, Doc: doc, Decision: decision, Question: questionText, Focus: focus, By: by,
 		Started: now.UTC(), Due: now.Add(d).UTC(), Work: question.Work{Status: question.WorkRunning}}
 	h.jobs[j.ID] = j
 	if err := h.save(); err != nil {
@@ -316,6 +319,19 @@ func (h *researchHost) Close() {
 	h.firing.Wait()
 }
 
+// questionText is the first question of a decision, or "" if there is
+// none to read.
+func (a *app) questionText(ctx context.Context, doc, decision string) string {
+	var text string
+	a.srv.Do(ctx, doc, func(au *question.Authority) error {
+		if rec, ok := au.Record(decision); ok && len(rec.Definition.Questions) > 0 {
+			text = rec.Definition.Questions[0].Text
+		}
+		return nil
+	})
+	return text
+}
+
 func kindNoun(k question.FindingKind) string {
 	if k == question.FindingSpike {
 		return "investigation"
@@ -343,9 +359,13 @@ func result(j *job) question.Work {
 			Branch: "spike/" + slug(orDefault(focus, j.ID)),
 		}
 	}
-	topic := pickTopic(low)
-	return question.Work{Status: question.WorkReady, Title: topic.title, Summary: topic.summary,
-		Sources: topic.sources, SourceCount: len(topic.sources) + topic.more}
+	t := pickTopic(low + "\n" + strings.ToLower(j.Question))
+	title := t.title
+	if title == "" {
+		title = "What the web says about “" + clipRunes(orDefault(j.Question, orDefault(focus, "this decision")), 60) + "”"
+	}
+	return question.Work{Status: question.WorkReady, Title: title, Summary: t.summary,
+		Sources: t.sources, SourceCount: len(t.sources) + t.more}
 }
 
 type topic struct {
@@ -365,10 +385,21 @@ var topics = []topic{
 		summary: "NIST treats SMS as a restricted authenticator because numbers can be ported or intercepted; services that keep it add a waiting period and a notice to the old channel.",
 		sources: []question.Source{{Title: "NIST SP 800-63B, 5.1.3.3", URL: "https://pages.nist.gov/800-63-3/sp800-63b.html"},
 			{Title: "OWASP Multifactor Authentication Cheat Sheet", URL: "https://cheatsheetseries.owasp.org/cheatsheets/Multifactor_Authentication_Cheat_Sheet.html"}}, more: 2},
-	{words: []string{}, title: "What the web says",
+	{words: []string{"onboarding", "invitation", "display name", "first screen", "sign up", "signup"}, title: "First-run onboarding from an invitation",
+		summary: "Onboarding guides recommend letting an invited person in straight from the invitation link, asking only for what the first screen needs (a display name), and deferring the rest until it is used.",
+		sources: []question.Source{{Title: "NN/g: Onboarding tutorials vs. contextual help", URL: "https://www.nngroup.com/articles/onboarding-tutorials/"},
+			{Title: "GOV.UK Design System: question pages", URL: "https://design-system.service.gov.uk/patterns/question-pages/"}}, more: 2},
+	{words: []string{"rollout", "existing users", "switch", "announce", "tell"}, title: "Moving existing users to a new sign-in",
+		summary: "Teams that moved people to passwordless sign-in announced it ahead, switched each person at their next sign-in and kept the old path working for a few weeks, with a notice on every sign-in that still used it.",
+		sources: []question.Source{{Title: "FIDO Alliance: passkey deployment guidance", URL: "https://fidoalliance.org/passkeys/"},
+			{Title: "OWASP Authentication Cheat Sheet", URL: "https://cheatsheetseries.owasp.org/cheatsheets/Authentication_Cheat_Sheet.html"}}, more: 3},
+	{words: []string{"recovery", "reset", "locked out", "lost"}, title: "Account recovery paths",
 		summary: "Most sign-in guides recommend an email link as the baseline recovery path, with short-lived single-use tokens, and a passkey as the stronger path once people have one.",
 		sources: []question.Source{{Title: "OWASP Forgot Password Cheat Sheet", URL: "https://cheatsheetseries.owasp.org/cheatsheets/Forgot_Password_Cheat_Sheet.html"},
 			{Title: "OWASP Authentication Cheat Sheet", URL: "https://cheatsheetseries.owasp.org/cheatsheets/Authentication_Cheat_Sheet.html"}}, more: 4},
+	// Anything else: titled after the question (see result).
+	{words: []string{}, summary: "The guides found weigh the same things as the plan: what people must do on their first try, what support has to explain, and what security has to review.",
+		sources: []question.Source{{Title: "OWASP Authentication Cheat Sheet", URL: "https://cheatsheetseries.owasp.org/cheatsheets/Authentication_Cheat_Sheet.html"}}, more: 2},
 }
 
 func pickTopic(low string) topic {
@@ -547,7 +578,7 @@ func (a *app) startWork(w http.ResponseWriter, r *http.Request, kind question.Fi
 		refuse(http.StatusConflict, "no_machine", who.Name+" has no paired machine online")
 		return
 	}
-	id, err := a.research.start(kind, req.Doc, req.Decision, req.Focus, who.Login)
+	id, err := a.research.start(kind, req.Doc, req.Decision, a.questionText(r.Context(), req.Doc, req.Decision), req.Focus, who.Login)
 	if err != nil {
 		refuse(http.StatusServiceUnavailable, "unavailable", err.Error())
 		return

@@ -30,7 +30,7 @@ func TestResearchResults(t *testing.T) {
 		title  string
 		branch string
 	}{
-		{question.FindingResearch, "", question.WorkReady, "What the web says", ""},
+		{question.FindingResearch, "", question.WorkReady, "What the web says about “this decision”", ""},
 		{question.FindingResearch, "Passkeys after a lost phone", question.WorkReady, "Passkeys for account recovery", ""},
 		{question.FindingResearch, "what does SMS cost", question.WorkReady, "SMS codes as a recovery channel", ""},
 		{question.FindingResearch, "please FAIL", question.WorkFailed, "", ""},
@@ -38,6 +38,17 @@ func TestResearchResults(t *testing.T) {
 		{question.FindingSpike, "", question.WorkFinished, "Investigation: how the code does it today", "spike/work-7"},
 		{question.FindingSpike, "  ¿Qué? ", question.WorkFinished, "Investigation: ¿Qué?", "spike/qu"},
 		{question.FindingSpike, "fail on purpose", question.WorkFailed, "", ""},
+	}
+	// The question asked picks the topic when the focus does not.
+	for q, title := range map[string]string{
+		"How should onboarding work?":                   "First-run onboarding from an invitation",
+		"What should we tell existing users?":           "Moving existing users to a new sign-in",
+		"Which recovery channel should we build first?": "Account recovery paths",
+		"Which colour should the button be?":            "What the web says about “Which colour should the button be?”",
+	} {
+		if w := result(&job{ID: "work-8", Kind: question.FindingResearch, Question: q}); w.Title != title {
+			t.Errorf("research on %q: %q, want %q", q, w.Title, title)
+		}
 	}
 	for _, c := range cases {
 		w := result(&job{ID: "work-7", Kind: c.kind, Focus: c.focus})
@@ -68,11 +79,11 @@ func TestResearchHostRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run(nil)
-	short, err := h.start(question.FindingResearch, demoDoc, "d1", "passkeys", "ana")
+	short, err := h.start(question.FindingResearch, demoDoc, "d1", "", "passkeys", "ana")
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := h.start(question.FindingSpike, demoDoc, "d1", "invite", "ana")
+	long, err := h.start(question.FindingSpike, demoDoc, "d1", "", "invite", "ana")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +134,7 @@ func TestResearchHostRestart(t *testing.T) {
 		t.Fatalf("events %q, want only the cancel", got)
 	}
 	// A third start continues the numbering: ids are never reused.
-	id, err := h2.start(question.FindingResearch, demoDoc, "", "", "ben")
+	id, err := h2.start(question.FindingResearch, demoDoc, "", "", "", "ben")
 	if err != nil || id != "work-3" {
 		t.Fatalf("third id %q, %v", id, err)
 	}
@@ -268,7 +279,7 @@ func TestPersonaAnswers(t *testing.T) {
 		})
 		for _, f := range fs {
 			if f.ID == ask.ID && f.Status == question.FindingReady {
-				ok := f.Summary == demoRoster[1].Reply && f.Stance == question.Objects
+				ok := f.Summary == fmt.Sprintf(demoRoster[1].Reply, "How should onboarding work?") && f.Stance == question.Objects
 				return ok, f.Summary
 			}
 		}
@@ -343,11 +354,11 @@ func TestResearchSettlesThroughWatcher(t *testing.T) {
 	}
 	id := opened[1].ID
 	ana := question.Member{Login: "ana", Write: true}
-	other, err := a.research.start(question.FindingResearch, "plan-2", "", "", "ana")
+	other, err := a.research.start(question.FindingResearch, "plan-2", "", "", "", "ana")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine, err := a.research.start(question.FindingResearch, demoDoc, id, "passkeys", "ana")
+	mine, err := a.research.start(question.FindingResearch, demoDoc, id, "", "passkeys", "ana")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import * as R from "./replica.js";
 import { useSyncedField } from "./synced-field.js";
 import { display } from "./client.js";
 import { PageClient as Client } from "./research-client.js";
-import { CardResearch, ExpandButton, FindingsButton, usePageParam } from "./research.jsx";
+import { CardResearch, ExpandButton, FindingsButton, personName, usePageParam, useRoster } from "./research.jsx";
 import { DecisionPage } from "./page.jsx";
 import { BlockEditor, rewriteNote, usePlanFeed } from "./plan-edit.jsx";
 
@@ -295,7 +295,7 @@ function App({ session, me }) {
           </main>
           <aside class="chat" data-testid="chat" aria-label="Chat">
             <h2>Chat</h2>
-            <Chat notices={feed.chat?.notices || []} />
+            <Chat notices={feed.chat?.notices || []} nameOf={nameOf} />
           </aside>
         </div>
       )}
@@ -934,14 +934,20 @@ function History({ d, nameOf }) {
   );
 }
 
-/** @param {{notices: {id: string, text: string, at?: string, quiet?: boolean}[]}} props */
-function Chat({ notices }) {
+/**
+ * Chat's notices name people by login handle (@ana, @demo:lily); the page
+ * shows the names its cards use.
+ * @param {{notices: {id: string, text: string, at?: string, quiet?: boolean}[], nameOf: (s: string) => string}} props
+ */
+function Chat({ notices, nameOf }) {
+  const roster = useRoster();
   if (notices.length === 0) return <p class="muted" data-testid="chat-empty">No messages yet.</p>;
+  const named = (/** @type {string} */ text) => text.replace(/@([A-Za-z0-9][A-Za-z0-9:._-]*[A-Za-z0-9])/g, (_, login) => personName(roster, nameOf, login));
   return (
     <ul class="notices" aria-live="polite" data-testid="chat-notices">
       {notices.map((n) => (
         <li key={n.id} data-testid={`chat-notice-${n.id}`} class={n.quiet ? "quiet" : undefined}>
-          <span>{n.text}</span>
+          <span>{named(n.text)}</span>
           {n.at && <time dateTime={n.at}>{when(n.at)}</time>}
         </li>
       ))}
