@@ -183,8 +183,15 @@ func TestBrowserResearchToPage(t *testing.T) {
 	ana.viewportShot(shotDir(t), "research.png")
 	ana.closeMenu("research-" + id)
 
+	var saveBefore, saveAfter float64
+	ben.eval(fmt.Sprintf(`$("save-%s").getBoundingClientRect().left - $("card-%s").getBoundingClientRect().left`, id, id), &saveBefore)
 	ana.waitText("findings-"+id, "1 finding")
 	ben.waitText("findings-"+id, "1 finding")
+	// The link appears at the end of the card's buttons: Save stays put.
+	ben.eval(fmt.Sprintf(`$("save-%s").getBoundingClientRect().left - $("card-%s").getBoundingClientRect().left`, id, id), &saveAfter)
+	if saveAfter != saveBefore {
+		t.Errorf("Save moved from x=%v to x=%v when the findings link appeared", saveBefore, saveAfter)
+	}
 	ana.waitFor("the idle Research button", fmt.Sprintf(`$("research-%s")?.dataset.state === "idle"`, id))
 	fs := ana.findings(id)
 	if len(fs) != 1 || fs[0].Status != "ready" || fs[0].Kind != "research" || fs[0].Focus != "passkeys after a lost phone" || fs[0].Title == "" || len(fs[0].Sources) == 0 {

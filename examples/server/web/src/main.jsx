@@ -534,7 +534,6 @@ function Card({ c, d, nameOf, review, link }) {
         </p>
       )}
       <footer class="actions">
-        <FindingsButton c={c} d={d} />
         {open && (
           <>
             <button
@@ -584,6 +583,8 @@ function Card({ c, d, nameOf, review, link }) {
             </button>
           </span>
         )}
+        {/* Last, so that its appearing moves nothing else. */}
+        <FindingsButton c={c} d={d} />
       </footer>
       <p class={`note ${d.note?.tone || ""}`} role="status" aria-live="polite" data-testid={`message-${d.id}`}>
         {d.note?.text || ""}

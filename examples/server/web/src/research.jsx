@@ -148,11 +148,17 @@ export async function openPage(c, id) {
  * @param {{c: PageClient, d: Decision}} props
  */
 export function FindingsButton({ c, d }) {
-  const n = findingsOf(d.record).filter((f) => f.status !== "running").length;
-  if (n === 0) return null;
+  const done = findingsOf(d.record).filter((f) => f.status !== "running");
+  if (done.length === 0) return null;
+  const takes = done.filter((f) => f.kind === "ask").length;
+  // The page's own words: its Findings (research, investigations) and
+  // Takes (answers of the people asked).
+  const parts = [];
+  if (done.length > takes) parts.push(findingsLabel(done.length - takes));
+  if (takes) parts.push(`${takes} take${takes === 1 ? "" : "s"}`);
   return (
-    <button type="button" class="btn quiet findings-btn" data-testid={`findings-${d.id}`} data-count={n} onClick={() => openPage(c, d.id)}>
-      {findingsLabel(n)}
+    <button type="button" class="btn quiet findings-btn" data-testid={`findings-${d.id}`} data-count={done.length} onClick={() => openPage(c, d.id)}>
+      {parts.join(", ")}
     </button>
   );
 }
