@@ -152,10 +152,16 @@ func TestBrowserPlanRewriteRelinks(t *testing.T) {
 		b.waitFor("the rollout card beside its paragraph", cardIn(roll, "b8", "b8"))
 	}
 	ana.click("rewrite-doc")
-	ana.waitText("app-message", "The document was rewritten: 1 Planner card moved to the nearest surviving heading; 2 write-ups dropped")
+	ana.waitText("app-message", "Ana rewrote the plan. 1 decision card moved to the nearest heading still in the plan. 2 decisions lost the passage their answers were written into; the Planner gets those answers again.")
+	// Ben hears of it in Chat, with Ana's name.
+	ben.waitFor("the rewrite's notice in Ben's Chat", `[...document.querySelectorAll('[data-testid^="chat-notice-rewrite-"]')].some((e) => e.textContent.startsWith("Ana rewrote the plan."))`)
+	// The note can be dismissed.
+	ana.click("app-message-close")
+	ana.waitFor("the note dismissed", `$("app-message").hidden`)
 	const rewritten = "Existing users move to passwordless sign-in over two weeks, team by team; the old password stops working a month after a team moved."
 	for _, b := range []*browser{ana, ben} {
 		b.waitFor("the rollout card under the Rollout heading", cardIn(roll, "b7", "b7"))
+		b.waitFor("the Rollout heading shown as a heading, not a quote", `getComputedStyle($("block-b7").querySelector(".passage")).borderLeftWidth === "0px"`)
 		b.waitFor("the recovery card on its surviving paragraph", cardIn(rec, "b5", "b5"))
 		b.waitFor("the onboarding card where it was", cardIn(on, "b3", "b3"))
 		b.waitFor("the old blocks gone and the new one there", fmt.Sprintf(`!$("block-b6") && !$("block-b8") && !!%s`, blockByText(rewritten)))

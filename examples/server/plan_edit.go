@@ -285,7 +285,15 @@ func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
 // demoRewriteRoute serves POST /api/demo/rewrite for a member
 // who can write (demoRewrite).
 func (a *app) demoRewriteRoute() http.HandlerFunc {
-	rewrite := demoRewrite(a.tools, a.host.Docs, a.log)
+	// Every window hears of the rewrite in Chat; the rewriter's page
+	// shows the same words.
+	rewrite := demoRewrite(a.tools, a.host.Docs, a.log, func(r *http.Request, doc string, res delivery.UpdateDocumentResult) string {
+		m, _ := a.sessions.memberOf(r)
+		if err := a.host.Chat.Post(r.Context(), doc, delivery.Notice{ID: "rewrite-" + res.Revision, Text: rewriteNote("@"+m.Login, res)}); err != nil {
+			a.log.Warn("chat", "doc", doc, "err", err)
+		}
+		return rewriteNote(m.Name, res)
+	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		m, ok := a.sessions.memberOf(r)
 		if !ok {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
@@ -15,7 +17,7 @@ import (
 // block. The Planner's cards stay linked (the rollout card moves to the
 // Rollout heading), the write-ups of their broken passages are dropped,
 // and other cards are reported in anchors_pending.
-func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logger) http.HandlerFunc {
+func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logger, done func(r *http.Request, doc string, res delivery.UpdateDocumentResult) string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		doc := docParam(r)
 		var blocks []delivery.NewBlock
@@ -33,6 +35,35 @@ func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logge
 			refuseErr(w, log, err)
 			return
 		}
-		writeJSON(w, res)
+		writeJSON(w, struct {
+			delivery.UpdateDocumentResult
+			Note string `json:"note"`
+		}{res, done(r, doc, res)})
 	}
+}
+
+// rewriteNote says in plain words what a rewrite did to the decisions,
+// after who ("Ana rewrote the plan."; who may be a Chat handle).
+func rewriteNote(who string, res delivery.UpdateDocumentResult) string {
+	count := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	parts := []string{who + " rewrote the plan."}
+	if n := len(res.Relinked); n > 0 {
+		parts = append(parts, count(n, "decision card moved", "decision cards moved")+" to the nearest heading still in the plan.")
+	}
+	if n := len(res.Dropped); n > 0 {
+		parts = append(parts, count(n, "decision lost the passage its answer was written into;", "decisions lost the passage their answers were written into;")+
+			" the Planner gets those answers again.")
+	}
+	if n := len(res.AnchorsPending); n > 0 {
+		parts = append(parts, count(n, "other decision needs", "other decisions need")+" review.")
+	}
+	if len(parts) == 1 {
+		parts = append(parts, "Every decision card kept its place.")
+	}
+	return strings.Join(parts, " ")
 }

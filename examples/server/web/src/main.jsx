@@ -10,7 +10,7 @@ import { display } from "./client.js";
 import { PageClient as Client } from "./research-client.js";
 import { CardResearch, ExpandButton, FindingsButton, personName, usePageParam, useRoster } from "./research.jsx";
 import { DecisionPage } from "./page.jsx";
-import { BlockEditor, rewriteNote, usePlanFeed } from "./plan-edit.jsx";
+import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
 
 const params = new URLSearchParams(location.search);
 
@@ -182,7 +182,7 @@ function App({ session, me }) {
       const r = await fetch(`api/demo/rewrite?${q}`, { method: "POST", headers: { "Content-Type": "application/json" } });
       const body = await r.json().catch(() => ({}));
       if (!r.ok) throw new Error(body.error || `HTTP ${r.status}`);
-      setPageNote(rewriteNote(body));
+      setPageNote(typeof body.note === "string" ? body.note : "The plan was rewritten.");
     } catch (e) {
       setPageNote(`Could not rewrite the document: ${e instanceof Error ? e.message : e}`);
     } finally {
@@ -274,9 +274,24 @@ function App({ session, me }) {
             Reconnecting… your edits stay here and are sent when the connection is back.
           </p>
         )}
-        <p class="banner info" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
-          {pageNote || c?.note?.text || ""}
-        </p>
+        <div class="banner info dismissable" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
+          <span>{pageNote || c?.note?.text || ""}</span>
+          <button
+            type="button"
+            class="btn quiet"
+            data-testid="app-message-close"
+            aria-label="Dismiss"
+            onClick={() => {
+              setPageNote("");
+              if (c) {
+                c.note = null;
+                c.notify();
+              }
+            }}
+          >
+            ×
+          </button>
+        </div>
       </div>
 
       {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, valuesOf }} />}

@@ -351,20 +351,3 @@ function NewBlock({ id, after, plan, docId, member, canEdit, onDone }) {
   );
 }
 
-/**
- * What the demo's whole-document rewrite did, as one sentence.
- * @param {any} body
- */
-export function rewriteNote(body) {
-  const relinked = Array.isArray(body?.relinked) ? body.relinked.length : 0;
-  const dropped = Array.isArray(body?.dropped) ? body.dropped.length : 0;
-  const pending = Array.isArray(body?.anchors_pending) ? body.anchors_pending.length : 0;
-  const parts = [
-    relinked === 0
-      ? "every Planner card kept its block"
-      : `${relinked} Planner card${relinked === 1 ? "" : "s"} moved to the nearest surviving heading`,
-  ];
-  if (dropped > 0) parts.push(`${dropped} write-up${dropped === 1 ? "" : "s"} dropped, whose answers go to the Planner on their own`);
-  if (pending > 0) parts.push(`${pending} other decision${pending === 1 ? "" : "s"} ${pending === 1 ? "owes" : "owe"} a review`);
-  return `The document was rewritten: ${parts.join("; ")}.`;
-}
