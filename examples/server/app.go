@@ -96,11 +96,12 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 			}
 			return question.Member{}, server.ErrUnauthorized
 		},
-		Committed: func(doc string, _ []string) {
+		Committed: func(doc string, decisions []string) {
 			if a.driver != nil {
 				a.driver.Poke(doc)
 			}
 			a.feed.notify(doc) // a decision's status changes what owes a review
+			go a.unwriteReopened(doc, decisions)
 		},
 		Research:        a.research,
 		KnownMember:     a.knownMember,
@@ -221,6 +222,37 @@ func (a *app) routes(mux *http.ServeMux) {
 	})
 	a.researchRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+}
+
+// unwriteReopened turns the plan's "Decided: …" line of each reopened
+// decision among ids into a "Reopened: …" line, so the plan no longer says
+// it is decided (memhost.ReopenedLine). It runs off the document's
+// goroutine, which called Committed.
+func (a *app) unwriteReopened(doc string, ids []string) {
+	var reopened []question.Record
+	err := a.srv.Do(context.Background(), doc, func(au *question.Authority) error {
+		for _, id := range ids {
+			if rec, ok := au.Record(id); ok && rec.Status == question.Open && len(rec.History) > 0 && len(rec.Passage) > 0 {
+				reopened = append(reopened, rec)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		a.log.Warn("plan after a reopen", "doc", doc, "err", err)
+		return
+	}
+	for _, rec := range reopened {
+		err := a.host.Docs.Update(doc, rec.Passage[0], func(text string) string {
+			return memhost.ReopenedLine(text, rec, rec.History[len(rec.History)-1])
+		})
+		if err != nil {
+			a.log.Warn("plan after a reopen", "doc", doc, "block", rec.Passage[0], "err", err)
+		}
+	}
+	if len(reopened) > 0 {
+		a.feed.notify(doc)
+	}
 }
 
 func docParam(r *http.Request) string {

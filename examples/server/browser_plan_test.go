@@ -276,6 +276,10 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	// The write-up writes into the passage the agent reviewed (its future
 	// scope moved with the link), and the page shows it live.
 	ana.waitFor("the write-up in the reviewed paragraph", fmt.Sprintf(`%s.includes("Decided: ") && %s.includes("Welcome aboard")`, passage(fresh), passage(fresh)))
+	// Reopened, the plan no longer says the decision is decided.
+	ana.click("reopen-" + id)
+	ana.waitCard(id, "open")
+	ana.waitFor("the write-up marked reopened", fmt.Sprintf(`!%s.includes("Decided: ") && %s.includes("Reopened: ") && %s.includes("@ana reopened it")`, passage(fresh), passage(fresh), passage(fresh)))
 	ana.waitNotReloaded()
 }
 

@@ -97,6 +97,27 @@ func (d *Documents) Edit(doc, id, text string) error {
 	return d.commit(doc, x, before)
 }
 
+// Update changes a block's text to fn of its current text, under the
+// document's lock, so that no other change falls between the read and
+// the write; fn returning the same text changes nothing.
+func (d *Documents) Update(doc, id string, fn func(text string) string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x := d.doc(doc)
+	i := x.find(id)
+	if i < 0 {
+		return fmt.Errorf("%w: %s", ErrNoBlock, id)
+	}
+	text := fn(x.blocks[i].Text)
+	if text == x.blocks[i].Text {
+		return nil
+	}
+	before := x.clone()
+	x.rev++
+	x.blocks[i].Text, x.blocks[i].changed = text, x.rev
+	return d.commit(doc, x, before)
+}
+
 // Insert puts b after block after ("" puts it first). The id may repeat
 // one already there, as a paste can.
 func (d *Documents) Insert(doc, after string, b delivery.Block) error {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
 )
 
@@ -149,24 +150,56 @@ func (r *Runtime) DraftWhy(ctx context.Context, doc string, req delivery.WhyRequ
 	return fn(ctx, doc, req)
 }
 
-// DecidedPrefix starts the line DefaultWriteUp writes per saved answer.
-const DecidedPrefix = "Decided: "
+// DecidedPrefix starts the line DefaultWriteUp writes per saved answer,
+// and ReopenedPrefix the line ReopenedLine turns it into once the
+// decision is reopened.
+const (
+	DecidedPrefix  = "Decided: "
+	ReopenedPrefix = "Reopened: "
+)
+
+// decidedLine is the line DefaultWriteUp writes for a.
+func decidedLine(a delivery.TurnAnswer) string {
+	return fmt.Sprintf("%s%s (saved by @%s)", DecidedPrefix, Summary(a), a.By)
+}
+
+// ReopenedLine rewrites the line DefaultWriteUp wrote for the answer h of
+// rec into text, now that h was reopened ("Reopened: Passkey had been
+// saved by @ana; @ben reopened it"), so the plan no longer says the
+// decision is decided. It returns text unchanged when it holds no such
+// line.
+func ReopenedLine(text string, rec question.Record, h question.HistoryEntry) string {
+	old := rec
+	old.Answer = &h.Answer
+	a, ok := delivery.AnswerOf(old)
+	if !ok {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l == decidedLine(a) {
+			lines[i] = fmt.Sprintf("%s%s had been saved by @%s; @%s reopened it", ReopenedPrefix, Summary(a), a.By, h.ReopenedBy)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
 
 // DefaultWriteUp writes each saved answer as one line under its primary
 // block ("Decided: <answer> (saved by @ana)"), replacing the lines an
-// earlier write-up wrote, so every saved answer of the scope is kept once.
+// earlier write-up wrote (and those ReopenedLine left), so every saved
+// answer of the scope is kept once.
 func DefaultWriteUp(req delivery.WriteUpRequest) delivery.WriteUpResult {
 	out := delivery.WriteUpResult{Source: map[string]string{}}
 	for _, b := range req.Blocks {
 		var lines []string
 		for _, l := range strings.Split(b.Text, "\n") {
-			if !strings.HasPrefix(l, DecidedPrefix) {
+			if !strings.HasPrefix(l, DecidedPrefix) && !strings.HasPrefix(l, ReopenedPrefix) {
 				lines = append(lines, l)
 			}
 		}
 		for _, a := range req.Answers {
 			if len(a.Passage) > 0 && a.Passage[0] == b.ID {
-				lines = append(lines, fmt.Sprintf("%s%s (saved by @%s)", DecidedPrefix, Summary(a), a.By))
+				lines = append(lines, decidedLine(a))
 			}
 		}
 		if text := strings.Join(lines, "\n"); text != b.Text {
