@@ -133,6 +133,13 @@ func TestBrowserTourEveryButton(t *testing.T) {
 	ana.waitText("history-"+rec+"-0", "reopened by Ana")
 	ana.waitText("history-"+rec+"-0", "Security key")
 	ana.waitText("history-"+rec+"-0", "Why: Keys need no phone. — Ana")
+	// The decision's page shows the same earlier answers.
+	ana.click("expand-" + rec)
+	ana.waitFor("the decision's page", `$("decision-page")`)
+	ana.waitText("history-"+rec+"-0", "reopened by Ana")
+	ana.waitText("history-"+rec+"-0", "Security key")
+	ana.click("page-back")
+	ana.waitCard(rec, "open")
 	ana.waitFor("a fresh draft", fmt.Sprintf(`![...document.querySelectorAll('[data-testid^="option-%s-"]')].some((e) => e.checked)
 		&& [...$("matrix-%s").querySelectorAll("select")].every((s) => s.value === "" && !s.disabled)`, pre, pre))
 

@@ -294,7 +294,7 @@ function App({ session, me }) {
         </div>
       </div>
 
-      {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, valuesOf }} />}
+      {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, History, valuesOf }} />}
       {!pageId && (
         <div class="layout">
           <main class={`plan${editing && canWrite ? " editing" : ""}`} data-testid="plan" aria-label="Plan" data-revision={plan?.revision || ""}>

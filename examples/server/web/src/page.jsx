@@ -72,7 +72,7 @@ function useChild(childId, member) {
 
 /**
  * @param {{c: PageClient, id: string, docName: string, nameOf: (s: string) => string,
- *   parts: {QuestionView: any, valuesOf: (d: Decision, draft: any, qid: string) => {text: string, choices: string[], marks: Record<string, string|null>}}}} props
+ *   parts: {QuestionView: any, History: any, valuesOf: (d: Decision, draft: any, qid: string) => {text: string, choices: string[], marks: Record<string, string|null>}}}} props
  */
 export function DecisionPage({ c, id, docName, nameOf, parts }) {
   const layout = useLayout();
@@ -178,6 +178,8 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
         <p class={`note ${d.note?.tone || ""}`} role="status" aria-live="polite" data-testid="page-message">
           {d.note?.text || ""}
         </p>
+        {/* The card's earlier answers, here too. */}
+        <parts.History d={d} nameOf={who} />
 
         {work.length > 0 && (
           <section class="dsection" data-testid="page-findings" aria-label="Findings">
