@@ -38,13 +38,16 @@ const layoutProblems = `(() => {
 		if (words > 2 && lines >= words) out.push("the title takes a line per word (" + lines + " lines)");
 	}
 	if (document.documentElement.scrollWidth > window.innerWidth + 1) out.push("the page scrolls sideways");
+	const top = document.querySelector(".top").getBoundingClientRect().height;
+	if (top > 110) out.push("the header is " + Math.round(top) + " px high: more than two rows");
 	return out;
 })()`
 
 // TestBrowserLayoutAtEveryWidth opens the plan with the demo's cards at
 // the widths people use (phone, tablets, split screens, laptops,
 // desktops): no card covers the plan's text, every passage stays a
-// readable column, and the title, headings and header keep whole words.
+// readable column, the title, headings and header keep whole words, and
+// the header takes at most two rows.
 //
 // With -screenshots it also writes width-390.png, width-820.png and
 // width-1440.png there (see TestScreenshots).

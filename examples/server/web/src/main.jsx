@@ -217,50 +217,62 @@ function App({ session, me }) {
           </button>
         </span>
         <ConnectionPill conn={conn} />
-        {/* Starting the demo opens decisions: a write, which the server
-            refuses a reader too. Until the welcome says who may write, it
-            stays disabled. */}
-        <button
-          type="button"
-          class="btn"
-          data-testid="start-demo"
-          onClick={startDemo}
-          disabled={!!demoBusy || !canWrite}
-          title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
-        >
-          {demoBusy === "starting" ? "Starting…" : "Start demo"}
-        </button>
-        <button
-          type="button"
-          class="btn"
-          data-testid="rewrite-doc"
-          onClick={rewrite}
-          disabled={!!demoBusy || !canWrite || !plan}
-          title={
-            reader
-              ? "Readers cannot rewrite the plan: ask a writer."
-              : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
-          }
-        >
-          {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
-        </button>
-        <button
-          type="button"
-          class={`btn${editing ? " outline" : ""}`}
-          data-testid="edit-plan"
-          aria-pressed={editing}
-          onClick={() => setEditing(!editing)}
-          disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
-          title={
-            reader
-              ? "Readers cannot edit the plan: ask a writer."
-              : editing && unsaved.size > 0
-                ? "Save or revert your changes first."
-                : undefined
-          }
-        >
-          {editing ? "Done editing" : "Edit plan"}
-        </button>
+        {compact && !pageId && (
+          <a class="btn link" href="#chat" data-testid="chat-link">
+            Chat
+          </a>
+        )}
+        <div class="top-actions">
+          {/* Starting the demo opens decisions: a write, which the server
+              refuses a reader too. Until the welcome says who may write, it
+              stays disabled. */}
+          <button
+            type="button"
+            class="btn"
+            data-testid="start-demo"
+            onClick={startDemo}
+            disabled={!!demoBusy || !canWrite}
+            title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
+          >
+            {demoBusy === "starting" ? "Starting…" : "Start demo"}
+          </button>
+          <button
+            type="button"
+            class="btn"
+            data-testid="rewrite-doc"
+            onClick={rewrite}
+            disabled={!!demoBusy || !canWrite || !plan}
+            title={
+              reader
+                ? "Readers cannot rewrite the plan: ask a writer."
+                : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
+            }
+          >
+            {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
+          </button>
+          <button
+            type="button"
+            class={`btn${editing ? " outline" : ""}`}
+            data-testid="edit-plan"
+            aria-pressed={editing}
+            onClick={() => setEditing(!editing)}
+            disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
+            title={
+              reader
+                ? "Readers cannot edit the plan: ask a writer."
+                : editing && unsaved.size > 0
+                  ? "Save or revert your changes first."
+                  : undefined
+            }
+          >
+            {editing ? "Done editing" : "Edit plan"}
+          </button>
+          {editing && unsaved.size > 0 && (
+            <span class="hint" data-testid="edit-plan-hint">
+              Save or revert {unsaved.size === 1 ? "the changed block" : `the ${unsaved.size} changed blocks`} to finish editing.
+            </span>
+          )}
+        </div>
       </header>
 
       <div class="banners">
@@ -308,7 +320,7 @@ function App({ session, me }) {
               />
             )}
           </main>
-          <aside class="chat" data-testid="chat" aria-label="Chat">
+          <aside class="chat" id="chat" data-testid="chat" aria-label="Chat">
             <h2>Chat</h2>
             <Chat notices={feed.chat?.notices || []} nameOf={nameOf} />
           </aside>
@@ -341,7 +353,7 @@ function ConnectionPill({ conn }) {
   return (
     <span class={`conn ${conn}`} data-testid="connection-status" data-state={conn} role="status" aria-live="polite">
       <span class="dot" aria-hidden="true" />
-      {text}
+      <span class="conn-text">{text}</span>
     </span>
   );
 }
@@ -553,7 +565,7 @@ function Card({ c, d, nameOf, review, link }) {
           <>
             <button
               type="button"
-              class="btn primary"
+              class="btn primary card-save"
               data-testid={`save-${d.id}`}
               disabled={!canEdit || !answerable}
               aria-describedby={!answerable && c.write ? `hint-${d.id}` : undefined}
@@ -562,7 +574,7 @@ function Card({ c, d, nameOf, review, link }) {
               {d.busy === "saving" ? "Saving…" : "Save"}
             </button>
             {!answerable && c.write && d.doc && (
-              <span class="hint" id={`hint-${d.id}`}>
+              <span class="hint card-save" id={`hint-${d.id}`}>
                 Answer every question to save.
               </span>
             )}
