@@ -79,6 +79,7 @@ func TestBrowserPlanEditLive(t *testing.T) {
 	ben.waitEqual("the heading's row in Ben's window", passage(heading), "Channels")
 	for _, b := range []*browser{ana, ben} {
 		b.waitFor("the recovery card to need a review", fmt.Sprintf(`($("review-%s")?.textContent ?? "") === "Needs review"`, rec))
+		b.waitText("review-why-"+rec, "Editing the text of a passage never needs a review.")
 		b.waitFor("the recovery card still beside b5", cardIn(rec, "b5", "b5"))
 	}
 	for _, other := range []string{ids["onboarding"], ids["rollout"]} {

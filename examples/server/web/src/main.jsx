@@ -545,6 +545,12 @@ function Card({ c, d, nameOf, review, link }) {
         )}
         <ExpandButton c={c} d={d} />
       </header>
+      {review && status !== "discarded" && (
+        <p class="muted small review-why" data-testid={`review-why-${d.id}`}>
+          The plan changed around this card: a block of its passage was deleted or split off, or another block went in between. The Planner links it again. Editing the
+          text of a passage never needs a review.
+        </p>
+      )}
       <h3 id={hid} class="sr-only">
         {title}
       </h3>
