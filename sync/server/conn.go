@@ -46,6 +46,9 @@ type conn struct {
 	pacedB  int // bytes of the paced frames queued
 	wake    chan struct{}
 
+	// limit is the conn's rate limiter (nil: none); its read pump's alone.
+	limit *limiter
+
 	// joining is set while the document has join frames left to send.
 	joining atomic.Bool
 	// helloSeen is owned by the document goroutine.
@@ -53,6 +56,12 @@ type conn struct {
 
 	done chan struct{}
 	once sync.Once
+	// closeCode and closeReason are the close frame's, set once before
+	// done closes.
+	closeCode   int
+	closeReason string
+	// readDone closes when the read pump has returned.
+	readDone chan struct{}
 }
 
 type frame struct {
@@ -156,8 +165,25 @@ func (c *conn) pop() (queued, bool) {
 	return q, true
 }
 
-func (c *conn) close() {
-	c.once.Do(func() { close(c.done) })
+func (c *conn) close() { c.closeWith(websocket.CloseNormalClosure, "") }
+
+// closeWith closes the conn, its close frame carrying code and reason;
+// the first close decides them.
+func (c *conn) closeWith(code int, reason string) {
+	c.once.Do(func() {
+		c.closeCode, c.closeReason = code, reason
+		close(c.done)
+	})
+}
+
+// lingering is how long a closed conn is still read after its close
+// frame: closeLinger for a close for its rate, which the peer is then
+// sure to read (see linger), none otherwise. Only once done is closed.
+func (c *conn) lingering() time.Duration {
+	if c.closeCode == websocket.ClosePolicyViolation {
+		return closeLinger
+	}
+	return 0
 }
 
 // write hands one frame to the websocket.Conn: to the socket, or to the
@@ -235,9 +261,12 @@ func (c *conn) writePump() {
 			// Flush what is queued, then say goodbye, in one write.
 			if err := c.sendQueued(func() {
 				c.ws.SetWriteDeadline(time.Now().Add(time.Second))
-				c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+				c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeReason))
 			}); err != nil {
 				c.writeFailed(err)
+			}
+			if c.lingering() > 0 {
+				<-c.readDone // the socket stays open while the read pump lingers
 			}
 			return
 		case <-ping.C:

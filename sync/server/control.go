@@ -27,6 +27,14 @@ type Stats struct {
 	// SlowDrops counts the connections closed because they stopped keeping
 	// up: their outbox filled, or one write took longer than WriteWait.
 	SlowDrops uint64
+	// Throttled counts the frames that waited for their connection's rate
+	// limits (Options.FrameRate, ByteRate), and RateCloses the
+	// connections closed for staying over them (Options.MaxThrottle).
+	Throttled, RateCloses uint64
+	// RefusedUpgrades counts the connections refused at the upgrade for a
+	// cap: MaxConnections, MaxDocuments, MaxMemberConnections or
+	// MaxDocumentConnections.
+	RefusedUpgrades uint64
 }
 
 // Stats returns the Server's current figures.
@@ -40,6 +48,9 @@ func (s *Server) Stats() Stats {
 	st.FramesOut = s.stats.framesOut.Load()
 	st.Refusals = s.stats.refusals.Load()
 	st.SlowDrops = s.stats.slowDrops.Load()
+	st.Throttled = s.stats.throttled.Load()
+	st.RateCloses = s.stats.rateCloses.Load()
+	st.RefusedUpgrades = s.stats.refusedUpgrades.Load()
 	return st
 }
 

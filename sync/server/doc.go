@@ -34,13 +34,31 @@
 // and never slows the others. Readers receive drafts and broadcasts; every
 // write of theirs is refused with reason forbidden.
 //
+// # Limits
+//
+// Each connection's incoming data frames pass two token buckets, on frames
+// (Options.FrameRate, FrameBurst: 50/s, bursts of 200) and on their bytes
+// (ByteRate, ByteBurst: 1 MiB/s, bursts of twice ReadLimit). A frame over
+// them is held by the connection's reader until the bucket refills, so a
+// flood waits in its own socket, not in the document's queue, and the
+// other members are decided as before; a connection that stays throttled
+// for longer than Options.MaxThrottle (5 s) is closed with WebSocket close
+// code 1008 and the reason "rate limit: more than N frames/s" (or
+// bytes/s). Options.MaxMemberConnections (32 per login) and
+// MaxDocumentConnections (1024 per document) refuse the upgrade past them
+// with HTTP 429 and 503, as MaxConnections and MaxDocuments do with 503.
+// Zero takes these defaults; a negative value turns a limit off.
+// docs/PROTOCOL.md, "Rate and connection limits", tells clients what to
+// expect.
+//
 // # Operating it
 //
-// Stats reports connections, open documents, commits, frames, refusals
-// and slow-consumer drops; with Options.Registerer the same and more
-// (frames by kind, refusals by reason, commit group sizes and latency,
-// outbox depth, catch-up bytes) are Prometheus collectors named
-// accord_sync_*. Reauthorize and Revoke apply a member's changed rights to
+// Stats reports connections, open documents, commits, frames, refusals,
+// slow-consumer drops, throttled frames, rate closes and upgrades refused
+// by a cap; with Options.Registerer the same and more (frames by kind,
+// refusals by reason, commit group sizes and latency, outbox depth,
+// catch-up bytes, rate closes and refused upgrades by limit) are
+// Prometheus collectors named accord_sync_*. Reauthorize and Revoke apply a member's changed rights to
 // their live connections; Committed names the decisions each commit
 // group wrote.
 package server

@@ -17,6 +17,9 @@ type metrics struct {
 	commitFailures      prometheus.Counter
 	outboxDepth         prometheus.Histogram
 	slowDrops           prometheus.Counter
+	throttledFrames     prometheus.Counter
+	rateCloses          *prometheus.CounterVec // by limit: frames, bytes
+	refusedUpgrades     *prometheus.CounterVec // by limit
 }
 
 // newMetrics registers the Server's collectors on reg.
@@ -44,6 +47,12 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Frames waiting in a connection's outbox when one more is queued.", Buckets: []float64{0, 1, 4, 16, 64, 256, 1024}}),
 		slowDrops: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "slow_drops_total",
 			Help: "Connections closed as slow: a full outbox, or a write that took longer than WriteWait."}),
+		throttledFrames: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "throttled_frames_total",
+			Help: "Frames that waited for their connection's rate limits (FrameRate, ByteRate) before being read on."}),
+		rateCloses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rate_closes_total",
+			Help: "Connections closed (code 1008) for staying over their rate limit longer than MaxThrottle, by limit (frames or bytes)."}, []string{"limit"}),
+		refusedUpgrades: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refused_upgrades_total",
+			Help: "Upgrades refused for a cap, by limit: connections, documents (503), member_connections (429), document_connections (503)."}, []string{"limit"}),
 	}
 	gauges := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "connections",
@@ -52,7 +61,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Documents loaded."}, func() float64 { return float64(s.Stats().Documents) }),
 	}
 	for _, c := range append(gauges, m.framesIn, m.framesOut, m.refusals, m.catchUpBytes, m.groupSize, m.commitSeconds,
-		m.commitFailures, m.outboxDepth, m.slowDrops) {
+		m.commitFailures, m.outboxDepth, m.slowDrops, m.throttledFrames, m.rateCloses, m.refusedUpgrades) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -105,5 +114,23 @@ func (m *metrics) outbox(depth int) {
 func (m *metrics) slowDrop() {
 	if m != nil {
 		m.slowDrops.Inc()
+	}
+}
+
+func (m *metrics) throttled() {
+	if m != nil {
+		m.throttledFrames.Inc()
+	}
+}
+
+func (m *metrics) rateClose(limit string) {
+	if m != nil {
+		m.rateCloses.WithLabelValues(limit).Inc()
+	}
+}
+
+func (m *metrics) refusedUpgrade(limit string) {
+	if m != nil {
+		m.refusedUpgrades.WithLabelValues(limit).Inc()
 	}
 }

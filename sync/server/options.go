@@ -82,10 +82,51 @@ type Options struct {
 	IdleUnload time.Duration
 	// MaxGroup is the most commands committed in one group (default 512).
 	MaxGroup int
+	// FrameRate and FrameBurst bound the data frames one connection
+	// sends: a token bucket refilled at FrameRate frames per second that
+	// holds up to FrameBurst of them (defaults 50 and 200). The page and
+	// Go clients keep at most one edit per decision in flight and fold
+	// what was typed meanwhile into the next, so a person typing sends a
+	// few frames a second, and a page coming back online one edit per
+	// decision it changed; neither comes near, while a client flooding
+	// the server is held to a small share of what one document's
+	// goroutine decides. A negative value of either turns the frame limit
+	// off.
+	FrameRate  float64
+	FrameBurst int
+	// ByteRate and ByteBurst bound the bytes of the data frames one
+	// connection sends, as a token bucket in the same way (defaults
+	// 1 MiB per second, and twice ReadLimit, so that two frames of the
+	// largest size pass at once). ByteBurst is raised to ReadLimit if it
+	// is below it: a frame that passes the read limit always fits in the
+	// bucket. A negative value of either turns the byte limit off.
+	ByteRate  float64
+	ByteBurst int
+	// MaxThrottle is how long a connection may stay over its rates. A
+	// frame that finds a bucket empty is not read on until the bucket
+	// holds its tokens, so a flooding connection is slowed while the
+	// others are not; a connection whose frames keep waiting, without a
+	// pause, for longer than MaxThrottle, or whose next frame would have
+	// to wait longer than that, is closed with WebSocket close code 1008
+	// (policy violation) and the reason "rate limit: more than N
+	// frames/s" (or bytes/s). Default 5 s; negative: such connections
+	// are only slowed, never closed.
+	MaxThrottle time.Duration
+	// MaxMemberConnections caps the connections one member (login,
+	// compared case-insensitively) holds at once on the Server, across
+	// documents (default 32: a person with many tabs open). The next is
+	// refused before the upgrade with HTTP 429. Connections with an
+	// empty login are not counted. Negative: no cap.
+	MaxMemberConnections int
+	// MaxDocumentConnections caps the connections one document holds at
+	// once (default 1024). The next is refused before the upgrade with
+	// HTTP 503. Negative: no cap.
+	MaxDocumentConnections int
 	// Registerer, if set, receives the Server's Prometheus collectors
 	// (accord_sync_*: connections, documents, frames in and out by kind,
 	// refusals by reason, commit group size and latency, commit failures,
-	// outbox depth, slow-consumer drops, catch-up bytes). New fails if
+	// outbox depth, slow-consumer drops, catch-up bytes, throttled frames,
+	// rate closes, upgrades refused by limit). New fails if
 	// they cannot be registered, for example twice on one registry.
 	Registerer prometheus.Registerer
 }
@@ -126,6 +167,30 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MaxGroup <= 0 {
 		o.MaxGroup = 512
+	}
+	if o.FrameRate == 0 {
+		o.FrameRate = 50
+	}
+	if o.FrameBurst == 0 {
+		o.FrameBurst = 200
+	}
+	if o.ByteRate == 0 {
+		o.ByteRate = 1 << 20
+	}
+	if o.ByteBurst == 0 {
+		o.ByteBurst = int(2 * o.ReadLimit)
+	}
+	if o.ByteBurst > 0 && int64(o.ByteBurst) < o.ReadLimit {
+		o.ByteBurst = int(o.ReadLimit)
+	}
+	if o.MaxThrottle == 0 {
+		o.MaxThrottle = 5 * time.Second
+	}
+	if o.MaxMemberConnections == 0 {
+		o.MaxMemberConnections = 32
+	}
+	if o.MaxDocumentConnections == 0 {
+		o.MaxDocumentConnections = 1024
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type Server struct {
 	mu       sync.Mutex
 	docs     map[string]*document
 	conns    map[*conn]struct{}
+	tally    tally // connections per member and per document (limits.go)
 	closing  bool
 	runners  sync.WaitGroup
 	handlers sync.WaitGroup
@@ -41,6 +42,7 @@ type Server struct {
 // counters are the Server's running totals (Stats).
 type counters struct {
 	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
+	throttled, rateCloses, refusedUpgrades                            atomic.Uint64
 }
 
 // New returns a Server.
@@ -48,7 +50,8 @@ func New(opts Options) (*Server, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}, corkBufs: newCorkBufs()}
+	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}, corkBufs: newCorkBufs(),
+		tally: tally{members: map[string]int{}, docs: map[string]int{}}}
 	var err error
 	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
@@ -99,19 +102,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(s.conns) >= s.opts.MaxConnections {
+		s.refusedUpgrade("connections")
 		s.mu.Unlock()
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
 	}
 	d := s.docs[docID]
 	if d == nil && len(s.docs) >= s.opts.MaxDocuments {
+		s.refusedUpgrade("documents")
 		s.mu.Unlock()
 		http.Error(w, "too many open documents", http.StatusServiceUnavailable)
 		return
 	}
+	if code, msg := s.admit(member.Login, docID); code != 0 {
+		s.mu.Unlock()
+		http.Error(w, msg, code)
+		return
+	}
 	req := r.Clone(context.Background())
 	req.Body = http.NoBody
-	c := &conn{s: s, member: member, req: req, docID: docID, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &conn{s: s, member: member, req: req, docID: docID, limit: newLimiter(&s.opts),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), readDone: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -119,6 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.release(member.Login, docID)
 		s.mu.Unlock()
 	}()
 
@@ -131,6 +143,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(s.opts.ReadLimit)
 	ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	ws.SetPongHandler(func(string) error {
+		if c.closed() {
+			return nil // the deadline is the close's
+		}
 		return ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	})
 	d = s.attach(docID)
@@ -147,16 +162,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readPump decodes frames and hands them to the document goroutine, until
-// the socket fails or the conn is closed.
+// the socket fails or the conn is closed. Each frame first passes the
+// conn's rate limits (throttle): a frame over them is held here, so the
+// conn is not read on meanwhile and its later frames wait in the socket,
+// not in the document's inbox.
 func (s *Server) readPump(c *conn) {
+	defer close(c.readDone)
 	go func() {
 		<-c.done
-		c.ws.SetReadDeadline(time.Now()) // unblock ReadMessage
+		c.ws.SetReadDeadline(time.Now().Add(c.lingering())) // unblock ReadMessage
 	}()
 	joined := false
 	for {
 		typ, data, err := c.ws.ReadMessage()
+		if err == nil {
+			err = s.throttle(c, len(data))
+		}
 		if err != nil {
+			if _, over := err.(*overRate); over {
+				c.linger()
+			}
 			return
 		}
 		format := wire.Binary
