@@ -86,7 +86,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	a.host.Runtime.SetOwner(demoDoc, "ana")
 
 	a.metrics = prometheus.NewRegistry()
-	a.srv, err = server.New(server.Options{
+	opts := server.Options{
 		Store:      store,
 		Logger:     log,
 		Registerer: a.metrics,
@@ -101,20 +101,26 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 				a.driver.Poke(doc)
 			}
 			a.feed.notify(doc) // a decision's status changes what owes a review
-			go a.unwriteReopened(doc, decisions)
+			if a.hasDecidedLines(doc) {
+				go a.unwriteReopened(doc, decisions)
+			}
 		},
 		Research:        a.research,
 		KnownMember:     a.knownMember,
 		FindingsChanged: a.findingsChanged,
 		Opened:          a.opened,
 		EnsureChannel:   a.ensurePage,
-	})
-	if err != nil {
+	}
+	if demo.NoLimits {
+		opts.FrameRate, opts.ByteRate, opts.MaxMemberConnections = -1, -1, -1
+		log.Warn("sync limits off: no rates per connection, no cap on connections per member (for load tools only)")
+	}
+	if a.srv, err = server.New(opts); err != nil {
 		return nil, err
 	}
-	opts := delivery.Options{Authorities: authoritiesFor(store, a.srv), Logger: log}
-	a.host.Wire(&opts)
-	if a.driver, err = delivery.New(opts); err != nil {
+	dopts := delivery.Options{Authorities: authoritiesFor(store, a.srv), Logger: log}
+	a.host.Wire(&dopts)
+	if a.driver, err = delivery.New(dopts); err != nil {
 		return nil, err
 	}
 	a.host.Runtime.OnChange(func(doc string) {
@@ -222,6 +228,18 @@ func (a *app) routes(mux *http.ServeMux) {
 	})
 	a.researchRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+}
+
+// hasDecidedLines reports whether the plan doc holds a write-up line
+// that a reopen would change, so that the edits of a document without
+// any cost nothing more.
+func (a *app) hasDecidedLines(doc string) bool {
+	for _, b := range a.host.Docs.Blocks(doc) {
+		if strings.Contains(b.Text, memhost.DecidedPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // unwriteReopened turns the plan's "Decided: …" line of each reopened

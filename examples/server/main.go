@@ -12,6 +12,8 @@
 //	ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
 //	ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
 //	                      (a cluster's nodes must share one)
+//	ACCORD_SYNC_LIMITS    off turns off the sync server's rates per connection and its cap on
+//	                      connections per member (load tools only)
 //	ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
 //	                      session: anyone is anyone (load tools on your own machine only)
 //	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)

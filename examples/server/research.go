@@ -49,12 +49,17 @@ type demoOptions struct {
 	// key kept in the data folder (ACCORD_SESSION_KEY): every node of a
 	// cluster needs the same.
 	SessionKey string
+	// NoLimits turns off the sync server's per-connection rates and its
+	// cap on connections per member (ACCORD_SYNC_LIMITS=off): for load
+	// tools that write as fast as they can from many connections of one
+	// member, never for people.
+	NoLimits bool
 }
 
 // demoFromEnv reads the demo's options from the environment (main.go
 // documents the variables).
 func demoFromEnv(dir string) demoOptions {
-	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0", TrustMemberParam: os.Getenv("ACCORD_TRUST_MEMBER_PARAM") == "1", SessionKey: os.Getenv("ACCORD_SESSION_KEY")}
+	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0", TrustMemberParam: os.Getenv("ACCORD_TRUST_MEMBER_PARAM") == "1", SessionKey: os.Getenv("ACCORD_SESSION_KEY"), NoLimits: os.Getenv("ACCORD_SYNC_LIMITS") == "off"}
 	for _, v := range []struct {
 		key string
 		to  *time.Duration
