@@ -293,6 +293,8 @@ func TestBrowserPlanEditSurvivesRestart(t *testing.T) {
 	ana.markPage()
 	ana.click("edit-plan")
 	ana.replaceText("block-input-b5", "A user who loses their device signs in again with a link sent to their email.")
+	// Done editing waits for the changed block, and says so in words.
+	ana.waitText("edit-plan-hint", "Save or revert the changed block to finish editing.")
 	ana.click("block-save-b5")
 	ana.waitText("block-note-b5", "Saved.")
 	ana.click("block-add-b7")
