@@ -190,18 +190,18 @@ func (a *app) routes(mux *http.ServeMux) {
 		}
 		writeJSON(w, out)
 	})
-	mux.HandleFunc("GET /api/plan", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/plan", a.signedIn(func(w http.ResponseWriter, r *http.Request) {
 		out, err := a.planView(r.Context(), docParam(r))
 		if err != nil {
 			refuseErr(w, a.log, err)
 			return
 		}
 		writeJSON(w, out)
-	})
-	mux.HandleFunc("GET /api/chat", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /api/chat", a.signedIn(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, a.chatView(docParam(r)))
-	})
-	mux.HandleFunc("GET /api/plan/socket", a.planSocket)
+	}))
+	mux.HandleFunc("GET /api/plan/socket", a.signedIn(a.planSocket))
 	mux.HandleFunc("POST /api/plan/edit", a.planEdit)
 	mux.HandleFunc("POST /api/demo/rewrite", a.demoRewriteRoute())
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {
@@ -270,6 +270,18 @@ func (a *app) unwriteReopened(doc string, ids []string) {
 	}
 	if len(reopened) > 0 {
 		a.feed.notify(doc)
+	}
+}
+
+// signedIn serves h to a signed-in member only: the plan and Chat are
+// not for anyone who finds the address.
+func (a *app) signedIn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := a.sessions.memberOf(r); !ok {
+			refuse(w, http.StatusUnauthorized, "unauthorized", "sign in to read the plan")
+			return
+		}
+		h(w, r)
 	}
 }
 

@@ -194,7 +194,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 
 	agent := mcpAgent(t, srv.addr, "browser-token")
 	var plan planView
-	getJSON(t, srv.url("/api/plan"), &plan)
+	getJSON(t, srv.url("/api/plan?member=rita"), &plan)
 	var opened delivery.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
@@ -216,7 +216,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	ana.waitFor("the card to need a review", fmt.Sprintf(`!$("block-b3") && !!$("review-%s")`, id))
 	ana.click("edit-plan")
 
-	getJSON(t, srv.url("/api/plan"), &plan)
+	getJSON(t, srv.url("/api/plan?member=rita"), &plan)
 	var anchored delivery.Anchored
 	mcpCall(t, agent, "anchor_plan", map[string]any{"revision": plan.Revision, "decisions": []string{id}, "blocks": []string{fresh}}, &anchored)
 	if len(anchored.Decisions) != 1 || anchored.Decisions[0].ID != id || len(anchored.AnchorsPending) != 0 {
@@ -293,6 +293,8 @@ func TestBrowserPlanEditSurvivesRestart(t *testing.T) {
 	ana.markPage()
 	ana.click("edit-plan")
 	ana.replaceText("block-input-b5", "A user who loses their device signs in again with a link sent to their email.")
+	// Done editing waits for the changed block, and says so in words.
+	ana.waitText("edit-plan-hint", "Save or revert the changed block to finish editing.")
 	ana.click("block-save-b5")
 	ana.waitText("block-note-b5", "Saved.")
 	ana.click("block-add-b7")
@@ -303,13 +305,13 @@ func TestBrowserPlanEditSurvivesRestart(t *testing.T) {
 	ana.eval(blockByText("Support answers questions in the first week."), &added)
 	ana.click("edit-plan")
 	var before planView
-	getJSON(t, srv.url("/api/plan"), &before)
+	getJSON(t, srv.url("/api/plan?member=rita"), &before)
 
 	srv.stop()
 	ana.waitFor("the page to see the server go", `$("connection-status").dataset.state === "reconnecting"`)
 	srv = startServer(t, srv.dir, srv.addr)
 	var after planView
-	getJSON(t, srv.url("/api/plan"), &after)
+	getJSON(t, srv.url("/api/plan?member=rita"), &after)
 	if after.Revision != before.Revision || len(after.Blocks) != len(before.Blocks) {
 		t.Fatalf("plan after the restart: %+v\nbefore: %+v", after, before)
 	}

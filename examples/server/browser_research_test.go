@@ -93,7 +93,7 @@ func (b *browser) closeMenu(button string) {
 // chatTexts returns the texts of the demo Chat's notices.
 func (s *testServer) chatTexts() []string {
 	s.t.Helper()
-	res, err := http.Get(s.url("/api/chat"))
+	res, err := http.Get(s.url("/api/chat?member=rita"))
 	if err != nil {
 		s.t.Fatalf("GET /api/chat: %v", err)
 	}

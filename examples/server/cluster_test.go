@@ -120,7 +120,7 @@ func waitHealthy(t *testing.T, s *testServer) {
 
 func getPlan(t *testing.T, s *testServer) string {
 	t.Helper()
-	res, err := http.Get(s.url("/api/plan?doc=" + demoDoc))
+	res, err := http.Get(s.url("/api/plan?member=rita&doc=" + demoDoc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func TestMCPTypeScriptAgent(t *testing.T) {
 	}
 	agent.step("plan", &plan)
 	var shown planView
-	getJSON(t, s.url("/api/plan"), &shown)
+	getJSON(t, s.url("/api/plan?member=rita"), &shown)
 	if plan.Revision != shown.Revision || plan.Blocks != len(shown.Blocks) {
 		t.Fatalf("the agent read %+v; the page shows revision %s with %d blocks", plan, shown.Revision, len(shown.Blocks))
 	}
@@ -209,7 +209,7 @@ func TestMCPTypeScriptAgent(t *testing.T) {
 	var chat struct {
 		Notices []struct{ ID, Text string } `json:"notices"`
 	}
-	getJSON(t, s.url("/api/chat"), &chat)
+	getJSON(t, s.url("/api/chat?member=rita"), &chat)
 	n := 0
 	for _, no := range chat.Notices {
 		if no.ID == first.Turn.ID {

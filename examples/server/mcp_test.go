@@ -84,7 +84,7 @@ func TestMCPEndpoint(t *testing.T) {
 	var plan delivery.ReadPlanResult
 	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
 	var shown planView
-	getJSON(t, base+"/api/plan", &shown)
+	getJSON(t, base+"/api/plan?member=rita", &shown)
 	if plan.Revision != shown.Revision || len(plan.Blocks) != len(shown.Blocks) || plan.Blocks[2].ID != shown.Blocks[2].ID {
 		t.Fatalf("read_plan %+v is not the page's plan %+v", plan, shown)
 	}
@@ -97,7 +97,7 @@ func TestMCPEndpoint(t *testing.T) {
 	var page struct {
 		Blocks []struct{ Kind, Decision, Link string } `json:"blocks"`
 	}
-	getJSON(t, base+"/api/plan", &page)
+	getJSON(t, base+"/api/plan?member=rita", &page)
 	found := false
 	for _, b := range page.Blocks {
 		found = found || (b.Kind == "decision" && b.Decision == id && b.Link == "b3")
@@ -154,7 +154,7 @@ func TestMCPEndpoint(t *testing.T) {
 	var chat struct {
 		Notices []struct{ ID, Text string } `json:"notices"`
 	}
-	getJSON(t, base+"/api/chat", &chat)
+	getJSON(t, base+"/api/chat?member=rita", &chat)
 	n := 0
 	for _, no := range chat.Notices {
 		if no.ID == first.Turn.ID {
@@ -195,7 +195,7 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 	// changes.
 	var start planView
 	eventually(t, "the demo's four cards", func() (bool, string) {
-		getJSON(t, s.url("/api/plan"), &start)
+		getJSON(t, s.url("/api/plan?member=rita"), &start)
 		n := 0
 		for _, b := range start.Blocks {
 			if b.Kind == "decision" {
@@ -211,7 +211,7 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 		}
 		resp.Body.Close()
 		var now planView
-		getJSON(t, s.url("/api/plan"), &now)
+		getJSON(t, s.url("/api/plan?member=rita"), &now)
 		if resp.StatusCode != want || now.Revision != start.Revision {
 			t.Fatalf("rewrite%s: %s, revision %s then %s", q, resp.Status, start.Revision, now.Revision)
 		}
@@ -229,7 +229,7 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 		t.Fatalf("rewrite = %+v", res)
 	}
 	var plan planView
-	getJSON(t, s.url("/api/plan"), &plan)
+	getJSON(t, s.url("/api/plan?member=rita"), &plan)
 	links := map[string]string{}
 	prev := map[string]string{}
 	last := ""

@@ -106,7 +106,7 @@ func TestPlanEditRefusals(t *testing.T) {
 		t.Fatalf("b3 = %q", got)
 	}
 	var plan planJSON
-	getJSON(t, hs.URL+"/api/plan", &plan)
+	getJSON(t, hs.URL+"/api/plan?member=rita", &plan)
 	if plan.Revision != body["revision"] || len(plan.Pending) != 1 || plan.Pending[0].Decision != ids["recovery"] {
 		t.Fatalf("GET /api/plan after the edit: revision %s, pending %+v", plan.Revision, plan.Pending)
 	}
@@ -125,10 +125,16 @@ func same(a, b memhost.DocState) bool {
 func TestPlanFeedPushesEveryChange(t *testing.T) {
 	a, hs := testApp(t)
 	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/api/plan/socket"
-	if _, res, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://elsewhere.example"}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, nil); err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the feed to someone not signed in: %v %v, want 401", res, err)
+	}
+	rita := memberHeader(t, wsURL+"?member=rita")
+	elsewhere := rita.Clone()
+	elsewhere.Set("Origin", "http://elsewhere.example")
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, elsewhere); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 		t.Fatalf("another origin's feed: %v %v", res, err)
 	}
-	ws, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL, rita)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	base := "http://" + s.addr
 	agent := mcpAgent(t, s.addr, "example-token")
 	var plan planView
-	getJSON(t, base+"/api/plan", &plan)
+	getJSON(t, base+"/api/plan?member=rita", &plan)
 	var edited delivery.EditPlanResult
 	mcpCall(t, agent, "edit_plan", map[string]any{"revision": plan.Revision, "edits": []map[string]any{{"op": "edit", "block": "b8", "text": "Existing users switch in June."}}}, &edited)
 	var opened delivery.OpenedDecisions
@@ -69,13 +69,13 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 		t.Fatal("no turn")
 	}
 	var before planView
-	getJSON(t, base+"/api/plan", &before)
+	getJSON(t, base+"/api/plan?member=rita", &before)
 	agent.Close()
 
 	s.stop()
 	s = startServer(t, s.dir, s.addr)
 	var after planView
-	getJSON(t, base+"/api/plan", &after)
+	getJSON(t, base+"/api/plan?member=rita", &after)
 	if after.Revision != before.Revision || len(after.Blocks) != len(before.Blocks) {
 		t.Fatalf("plan after the restart: %+v\nbefore: %+v", after, before)
 	}
@@ -99,7 +99,7 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	var chat struct {
 		Notices []struct{ ID, Text string } `json:"notices"`
 	}
-	getJSON(t, base+"/api/chat", &chat)
+	getJSON(t, base+"/api/chat?member=rita", &chat)
 	n := 0
 	for _, no := range chat.Notices {
 		if no.ID == turn.Turn.ID {

@@ -526,7 +526,7 @@ func (a *app) researchRoutes(mux *http.ServeMux) {
 	})
 	// The people the page can ask and whether each has a paired machine
 	// online (Investigate the codebase is disabled without one).
-	mux.HandleFunc("GET /api/roster", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/roster", a.signedIn(func(w http.ResponseWriter, r *http.Request) {
 		type entry struct {
 			Login   string `json:"login"`
 			Name    string `json:"name"`
@@ -544,7 +544,7 @@ func (a *app) researchRoutes(mux *http.ServeMux) {
 			out.Members = append(out.Members, entry{Login: p.Login, Name: p.Name, Persona: true})
 		}
 		writeJSON(w, out)
-	})
+	}))
 }
 
 // startWork is the host's route that starts research or an investigation:

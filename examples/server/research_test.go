@@ -212,7 +212,7 @@ func TestResearchRoutes(t *testing.T) {
 		if _, out := post("/api/investigations", "ben", `{}`); out["error"] != "Ben has no paired machine online" {
 			t.Errorf("Ben's refusal says %q", out["error"])
 		}
-		res, err := http.Get(hs.URL + "/api/roster")
+		res, err := http.Get(hs.URL + "/api/roster?member=ana")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,6 +121,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+func mustRequest(t *testing.T, method, target string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // rawPost sends a POST with exactly the given headers.
 func rawPost(t *testing.T, target string, header http.Header, body string) int {
 	t.Helper()
@@ -169,6 +178,17 @@ func TestMemberComesFromTheSession(t *testing.T) {
 	} {
 		if got := rawPost(t, s.url("/api/demo/start?member=ana"), tc.header, ""); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// Reading the plan, Chat and the roster needs a session too.
+	for _, route := range []string{"/api/plan", "/api/chat", "/api/roster"} {
+		res, err := plainTransport.RoundTrip(mustRequest(t, http.MethodGet, s.url(route+"?member=ana")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s with member= alone: %d, want 401", route, res.StatusCode)
 		}
 	}
 	// The sync socket, likewise.
