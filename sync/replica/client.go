@@ -487,27 +487,101 @@ func (c *Client) memberLogin() string {
 	return c.member
 }
 
-// readLoop reads frames until the connection fails or a frame shows the
-// replica out of step.
+// maxFrameBatch bounds the frames handled in one go (readLoop).
+const maxFrameBatch = 256
+
+// readLoop handles frames until the connection fails or a frame shows the
+// replica out of step. Its reader goroutine, which ends with the
+// connection (s.quit), decodes frames as they come; the loop takes every
+// frame that has arrived meanwhile in one go, so that a decision's
+// question:changes frames that arrive together are applied in one call
+// (handleAll): automerge's cost is mostly per call, not per change.
 func (c *Client) readLoop(s *session) error {
+	frames := make(chan wire.Message, maxFrameBatch)
+	failed := make(chan error, 1)
+	go func() {
+		defer close(frames)
+		for {
+			typ, data, err := s.conn.ReadMessage()
+			if err != nil {
+				failed <- err
+				return
+			}
+			f, ok := formatOf(typ)
+			if !ok {
+				continue
+			}
+			m, err := wire.DecodeServerFrame(data, f)
+			if err != nil {
+				c.log.Warn("ignoring a frame that does not decode", "err", err)
+				continue
+			}
+			select {
+			case frames <- m:
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+	batch := make([]wire.Message, 0, maxFrameBatch)
 	for {
-		typ, data, err := s.conn.ReadMessage()
-		if err != nil {
-			return err
-		}
-		f, ok := formatOf(typ)
+		m, ok := <-frames
 		if !ok {
-			continue
+			return <-failed
 		}
-		m, err := wire.DecodeServerFrame(data, f)
-		if err != nil {
-			c.log.Warn("ignoring a frame that does not decode", "err", err)
-			continue
+		batch = append(batch[:0], m)
+	more:
+		for len(batch) < maxFrameBatch {
+			select {
+			case m, ok := <-frames:
+				if !ok {
+					break more
+				}
+				batch = append(batch, m)
+			default:
+				break more
+			}
 		}
-		if err := c.handle(s, m); err != nil {
+		if err := c.handleAll(s, batch); err != nil {
 			return err
 		}
 	}
+}
+
+// handleAll handles frames in order, a decision's consecutive
+// question:changes frames together: what they hold is one batch (within
+// crdt.MaxChangesBytes), applied in one call, with the last frame's heads.
+func (c *Client) handleAll(s *session, ms []wire.Message) error {
+	for i := 0; i < len(ms); {
+		j := i + 1
+		if first, ok := ms[i].(*wire.Changes); ok {
+			size := len(first.Changes)
+			for ; j < len(ms); j++ {
+				next, ok := ms[j].(*wire.Changes)
+				if !ok || next.ID != first.ID || size+len(next.Changes) > crdt.MaxChangesBytes {
+					break
+				}
+				size += len(next.Changes)
+			}
+		}
+		var err error
+		if j-i == 1 {
+			err = c.handle(s, ms[i])
+		} else {
+			run := make([]*wire.Changes, 0, j-i)
+			for _, m := range ms[i:j] {
+				run = append(run, m.(*wire.Changes))
+			}
+			c.mu.Lock()
+			err = c.applyChanges(s, run...)
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // writeLoop owns every write to the session's connection: the edits that
@@ -683,38 +757,50 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	c.emit(c.eventFor(wire.KindDoc, m.ID, ""))
 }
 
-// applyChanges applies accepted changes. Changes that do not apply mean
-// the replica missed something; the connection is ended so that the
-// reconnect's hello catches the replica up.
-func (c *Client) applyChanges(s *session, m *wire.Changes) error {
-	rep := c.reps[m.ID]
+// applyChanges applies accepted changes: the frames ms, all of one
+// decision, as one batch, with the last frame's heads. Changes that do
+// not apply mean the replica missed something; the connection is ended
+// so that the reconnect's hello catches the replica up.
+func (c *Client) applyChanges(s *session, ms ...*wire.Changes) error {
+	last := ms[len(ms)-1]
+	id := last.ID
+	rep := c.reps[id]
 	if rep == nil {
-		c.log.Warn("changes for a decision without a replica", "id", m.ID)
+		c.log.Warn("changes for a decision without a replica", "id", id)
 		return errResync
+	}
+	batch := last.Changes
+	if len(ms) > 1 {
+		batch = nil
+		for _, m := range ms {
+			batch = append(batch, m.Changes...)
+		}
 	}
 	var before crdt.Heads
 	if c.opts.Dir != "" {
 		before = rep.doc.Heads()
 	}
-	fresh, err := rep.doc.ApplyChanges(m.Changes)
+	fresh, err := rep.doc.ApplyChanges(batch)
 	if err != nil {
-		c.log.Warn("accepted changes do not apply", "id", m.ID, "err", err)
+		c.log.Warn("accepted changes do not apply", "id", id, "err", err)
 		return fmt.Errorf("%w: %v", errResync, err)
 	}
 	if len(fresh) > 0 && before != nil && before.Equal(rep.file.saved) {
-		rep.file.batch = m.Changes // the log line needs nothing else
+		rep.file.batch = batch // the log line needs nothing else
 	}
-	if h, err := parseWireHeads(m.Heads); err == nil && rep.doc.Has(h) {
+	if h, err := parseWireHeads(last.Heads); err == nil && rep.doc.Has(h) {
 		rep.accepted = h
 	}
-	first := !s.synced[m.ID]
-	s.known[m.ID], s.synced[m.ID] = true, true
-	c.saveLogged(m.ID)
+	first := !s.synced[id]
+	s.known[id], s.synced[id] = true, true
+	c.saveLogged(id)
 	c.notify()
-	if first || c.toPush[m.ID] || !rep.doc.Heads().Equal(rep.accepted) {
-		c.push(m.ID) // local changes wait to go
+	if first || c.toPush[id] || !rep.doc.Heads().Equal(rep.accepted) {
+		c.push(id) // local changes wait to go
 	}
-	c.emit(c.eventFor(wire.KindChanges, m.ID, m.By))
+	for _, m := range ms {
+		c.emit(c.eventFor(wire.KindChanges, id, m.By))
+	}
 	return nil
 }
 
