@@ -66,6 +66,12 @@ func sessionToken(t testing.TB, host, member string) string {
 	if s == nil {
 		t.Fatalf("no sign-in keys recorded for %s", host)
 	}
+	return testSession(s, member)
+}
+
+// testSession mints a session of an hour for member: a writer if the
+// demo says so, or if the demo does not know them.
+func testSession(s *sessions, member string) string {
 	p, ok := personaNamed(member)
 	return s.mint(claims{Kind: "session", Member: member, Write: !ok || p.Write, Exp: time.Now().Add(time.Hour).Unix(), ID: rand.Text()})
 }
@@ -106,9 +112,7 @@ func (st signedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	q.Del("member")
 	req.URL.RawQuery = q.Encode()
-	p, ok := personaNamed(member)
-	tok := s.mint(claims{Kind: "session", Member: member, Write: !ok || p.Write, Exp: time.Now().Add(time.Hour).Unix(), ID: rand.Text()})
-	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Authorization", "Bearer "+testSession(s, member))
 	return st.next.RoundTrip(req)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,10 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/marks"
-	"github.com/accord-crdt/accord/persist/memstore"
-	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
-	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
@@ -136,19 +132,7 @@ func (c *heldConn) Close() error {
 // between its own edits and the replies to them) ends with the same draft
 // as the members who take each change as it comes, and as the server.
 func TestBatchedFramesProperty(t *testing.T) {
-	srv, err := server.New(server.Options{Store: memstore.New(), Authorize: func(r *http.Request, doc string) (question.Member, error) {
-		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	hs := loginServer(t)
 	run := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		run++

@@ -115,12 +115,10 @@ func (c *laggingConn) Close() error {
 	return c.ws.Close()
 }
 
-// TestCallsReturnReady: every call that returns success returns with its
-// effect in the local replica, so the next call can build on it, even when
-// the request's changes reach the client 60 ms after its reply. Each call
-// is followed at once by an edit that depends on it and a save that must
-// succeed with that edit.
-func TestCallsReturnReady(t *testing.T) {
+// loginServer is a sync server over a real socket whose members are who
+// the X-Login header names, all writers; it stops when t ends.
+func loginServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	srv, err := server.New(server.Options{Store: memstore.New(), Authorize: func(r *http.Request, doc string) (question.Member, error) {
 		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
 	}})
@@ -134,6 +132,16 @@ func TestCallsReturnReady(t *testing.T) {
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
+	return hs
+}
+
+// TestCallsReturnReady: every call that returns success returns with its
+// effect in the local replica, so the next call can build on it, even when
+// the request's changes reach the client 60 ms after its reply. Each call
+// is followed at once by an edit that depends on it and a save that must
+// succeed with that edit.
+func TestCallsReturnReady(t *testing.T) {
+	hs := loginServer(t)
 	ctx := ctxT(t)
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/?doc=plan"
 	ana, err := replica.Dial(ctx, url, replica.Options{Header: http.Header{"X-Login": {"ana"}},

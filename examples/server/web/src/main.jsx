@@ -316,7 +316,7 @@ function App({ session, me }) {
                 c={c}
                 plan={plan}
                 nameOf={nameOf}
-                edit={editing && canWrite && plan ? { docId, member, canEdit: canWrite, onDirty } : null}
+                edit={editing && canWrite && plan ? { docId, canEdit: canWrite, onDirty } : null}
               />
             )}
           </main>
@@ -359,7 +359,7 @@ function ConnectionPill({ conn }) {
 }
 
 /**
- * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, member: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null}} props
+ * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null}} props
  */
 function Plan({ c, plan, nameOf, edit }) {
   const blocks = plan?.blocks || [];
@@ -396,7 +396,6 @@ function Plan({ c, plan, nameOf, edit }) {
                   after={row.last}
                   plan={plan}
                   docId={edit.docId}
-                  member={edit.member}
                   canEdit={edit.canEdit}
                   onDirty={edit.onDirty}
                 />

@@ -440,7 +440,7 @@ function MoreMenu({ c, d }) {
     document.addEventListener("mousedown", away);
     return () => document.removeEventListener("mousedown", away);
   }, [open]);
-  const link = pageURL(d.id, false);
+  const link = pageURL(d.id);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(link);

@@ -78,13 +78,12 @@ export function usePlanFeed(docId) {
  * at its revision while stillValid says the edits still mean what the
  * person meant (a few times at most).
  * @param {string} docId
- * @param {string} member
  * @param {string} revision
  * @param {Edit[]} edits
  * @param {(plan: Plan) => boolean} stillValid
  * @returns {Promise<{ok: boolean, reason?: string, error?: string, body?: any, plan?: Plan}>}
  */
-export async function sendEdits(docId, member, revision, edits, stillValid) {
+export async function sendEdits(docId, revision, edits, stillValid) {
   const q = new URLSearchParams({ doc: docId });
   let rev = revision;
   for (let attempt = 0; ; attempt++) {
@@ -133,9 +132,9 @@ const KIND_LABEL = /** @type {Record<string, string>} */ ({
  * One block of the plan in edit mode: its text in a field, Save and
  * Revert once changed, Delete, and Add below (after the cards placed
  * beside it, block after, so they stay beside it).
- * @param {{block: Block, after: string, plan: Plan, docId: string, member: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}} props
+ * @param {{block: Block, after: string, plan: Plan, docId: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}} props
  */
-export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirty }) {
+export function BlockEditor({ block, after, plan, docId, canEdit, onDirty }) {
   const theirs = block.text || "";
   const [text, setText] = useState(theirs);
   // base is the block's text when this person started changing it: an
@@ -182,7 +181,7 @@ export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirt
     setBusy("saving");
     setNote(null);
     const start = /** @type {string} */ (base);
-    const res = await sendEdits(docId, member, plan.revision, [{ op: "edit", block: block.id, text }], (p) => (current(p)?.text || "") === start);
+    const res = await sendEdits(docId, plan.revision, [{ op: "edit", block: block.id, text }], (p) => (current(p)?.text || "") === start);
     setBusy("");
     if (res.ok) {
       setBase(null);
@@ -211,7 +210,7 @@ export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirt
   const remove = async () => {
     setBusy("deleting");
     setNote(null);
-    const res = await sendEdits(docId, member, plan.revision, [{ op: "delete", block: block.id }], (p) => !!current(p));
+    const res = await sendEdits(docId, plan.revision, [{ op: "delete", block: block.id }], (p) => !!current(p));
     setBusy("");
     if (!res.ok) setNote({ text: res.reason === "stale" ? "Someone deleted this block already." : res.error || "The delete was refused.", tone: "error" });
   };
@@ -270,7 +269,7 @@ export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirt
       <p class={`note ${note?.tone || ""}`} role="status" aria-live="polite" data-testid={`block-note-${id}`}>
         {note?.text || ""}
       </p>
-      {adding && <NewBlock id={id} after={after} plan={plan} docId={docId} member={member} canEdit={canEdit} onDone={() => setAdding(false)} />}
+      {adding && <NewBlock id={id} after={after} plan={plan} docId={docId} canEdit={canEdit} onDone={() => setAdding(false)} />}
     </div>
   );
 }
@@ -278,9 +277,9 @@ export function BlockEditor({ block, after, plan, docId, member, canEdit, onDirt
 /**
  * The form that inserts a heading or a paragraph below block id, right
  * after block after (id or the last card beside it).
- * @param {{id: string, after: string, plan: Plan, docId: string, member: string, canEdit: boolean, onDone: () => void}} props
+ * @param {{id: string, after: string, plan: Plan, docId: string, canEdit: boolean, onDone: () => void}} props
  */
-function NewBlock({ id, after, plan, docId, member, canEdit, onDone }) {
+function NewBlock({ id, after, plan, docId, canEdit, onDone }) {
   const [kind, setKind] = useState("paragraph");
   const [text, setText] = useState("");
   const [busy, setBusy] = useState(false);
@@ -289,7 +288,7 @@ function NewBlock({ id, after, plan, docId, member, canEdit, onDone }) {
     if (!text.trim() || busy) return;
     setBusy(true);
     setError("");
-    const res = await sendEdits(docId, member, plan.revision, [{ op: "insert", after, kind, text: text.trim() }], (p) =>
+    const res = await sendEdits(docId, plan.revision, [{ op: "insert", after, kind, text: text.trim() }], (p) =>
       p.blocks.some((b) => b.id === after),
     );
     setBusy(false);

@@ -92,13 +92,12 @@ export function findingsLabel(n) {
  * The page's address for a decision (?page=<id>), for Copy link and for
  * opening it.
  * @param {string} id
- * @param {boolean} withMember
  */
-export function pageURL(id, withMember) {
+export function pageURL(id) {
   const u = new URL(location.href);
   if (id) u.searchParams.set("page", id);
   else u.searchParams.delete("page");
-  if (!withMember) u.searchParams.delete("member");
+  u.searchParams.delete("member"); // an old link's; the session says who
   return u.toString();
 }
 
@@ -112,7 +111,7 @@ export function showPage(/** @type {string} */ id) {
     history.back();
     return;
   }
-  history.pushState(id ? { accordFrom: new URLSearchParams(location.search).get("page") ? "page" : "plan" } : null, "", pageURL(id, true));
+  history.pushState(id ? { accordFrom: new URLSearchParams(location.search).get("page") ? "page" : "plan" } : null, "", pageURL(id));
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
