@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,9 @@ type Options struct {
 type owner struct {
 	Node string `json:"node"`
 	URL  string `json:"url"`
+	// Run tells this run of the node from an earlier one, whose lease
+	// must expire rather than be trusted (see Owner).
+	Run string `json:"run,omitempty"`
 }
 
 type lease struct {
@@ -99,6 +103,7 @@ type Router struct {
 	kv    natsjs.KeyValue
 	o     Options
 	self  []byte
+	run   string // this run's owner.Run
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -150,12 +155,14 @@ func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket %s: %w", o.Bucket, err)
 	}
-	self, _ := json.Marshal(owner{Node: o.Node, URL: o.URL})
+	run := rand.Text()
+	self, _ := json.Marshal(owner{Node: o.Node, URL: o.URL, Run: run})
 	r := &Router{
 		local:  local,
 		kv:     kv,
 		o:      o,
 		self:   self,
+		run:    run,
 		log:    o.Logger,
 		leases: make(map[string]*lease),
 		stop:   make(chan struct{}),
@@ -181,18 +188,37 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 	}
 	r.mu.Unlock()
 	key := leaseKey(doc)
+	// uncertain is when the first attempt whose answer was lost was sent:
+	// it may have taken the lease, which then counts from no earlier.
+	var uncertain time.Time
+	took := func(rev uint64, sent time.Time) (string, string, error) {
+		r.mu.Lock()
+		r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
+		r.mu.Unlock()
+		r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
+		if r.o.Acquired != nil {
+			r.o.Acquired(doc)
+		}
+		return r.o.Node, r.o.URL, nil
+	}
 	for attempt := 0; attempt < 20; attempt++ {
 		sent := time.Now()
 		rev, err := r.kv.Create(ctx, key, r.self)
 		if err == nil {
-			r.mu.Lock()
-			r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
-			r.mu.Unlock()
-			r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
-			if r.o.Acquired != nil {
-				r.o.Acquired(doc)
+			return took(rev, sent)
+		}
+		if transient(err) && ctx.Err() == nil {
+			// A bucket whose stream is electing a leader (just created,
+			// or a server gone) answers nothing for a moment.
+			if uncertain.IsZero() {
+				uncertain = sent
 			}
-			return r.o.Node, r.o.URL, nil
+			select {
+			case <-ctx.Done():
+				return "", "", ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+			}
+			continue
 		}
 		if !errors.Is(err, natsjs.ErrKeyExists) {
 			return "", "", fmt.Errorf("cluster: take lease of %q: %w", doc, err)
@@ -219,6 +245,10 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		// A replica that lags may show an older owner: forwarding to it
 		// gets a 503 from that node, and the client redials.
 		if o.Node == r.o.Node {
+			if o.Run == r.run && !uncertain.IsZero() {
+				// An attempt of this run whose answer was lost took it.
+				return took(e.Revision(), uncertain)
+			}
 			// A lease of this node's from before a restart: its state is
 			// gone, so wait for it to expire rather than trust it.
 			return "", "", fmt.Errorf("cluster: %q still leased to this node's previous run", doc)
@@ -226,6 +256,13 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		return o.Node, o.URL, nil
 	}
 	return "", "", fmt.Errorf("cluster: lease of %q keeps changing hands", doc)
+}
+
+// transient reports whether err is JetStream not answering for a moment
+// (a stream electing its leader), after which the same request may work.
+func transient(err error) bool {
+	return errors.Is(err, natsjs.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Owns reports whether this node holds doc's lease.
