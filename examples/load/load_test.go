@@ -131,6 +131,11 @@ func TestSlowConsumerReconnects(t *testing.T) {
 		Store:  memstore.New(),
 		Outbox: 4,
 		Logger: slog.New(dropWatch{&dropped}),
+		// The writer writes as fast as its replies come until the slow
+		// client is dropped: thousands of frames, which the default rate
+		// limit would slow and then close, as the load command's server
+		// does not either.
+		FrameRate: -1, ByteRate: -1,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
 		},
