@@ -243,9 +243,7 @@ func newBrowser(t *testing.T, name string, w, h int) *browser {
 func (b *browser) open(srv *testServer, member, query string) {
 	b.t.Helper()
 	b.srv = srv
-	testSessions.Lock()
-	keys := testSessions.byHost[srv.addr]
-	testSessions.Unlock()
+	keys := sessionsAt(srv.addr)
 	p, ok := personaNamed(member)
 	if !ok {
 		b.t.Fatalf("no demo member %q", member)

@@ -44,6 +44,13 @@ func useSessions(t testing.TB, host string, s *sessions) {
 	})
 }
 
+// sessionsAt returns the sign-in keys recorded for host, or nil.
+func sessionsAt(host string) *sessions {
+	testSessions.Lock()
+	defer testSessions.Unlock()
+	return testSessions.byHost[host]
+}
+
 // prepareSessions makes the sign-in key of a server about to start on
 // the data folder dir, and records it for host.
 func prepareSessions(t testing.TB, dir, key, host string) *sessions {
@@ -60,9 +67,7 @@ func prepareSessions(t testing.TB, dir, key, host string) *sessions {
 // host, valid for an hour.
 func sessionToken(t testing.TB, host, member string) string {
 	t.Helper()
-	testSessions.Lock()
-	s := testSessions.byHost[host]
-	testSessions.Unlock()
+	s := sessionsAt(host)
 	if s == nil {
 		t.Fatalf("no sign-in keys recorded for %s", host)
 	}
@@ -103,9 +108,7 @@ func (st signedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if member == "" || req.Header.Get("Authorization") != "" {
 		return st.next.RoundTrip(req)
 	}
-	testSessions.Lock()
-	s := testSessions.byHost[req.URL.Host]
-	testSessions.Unlock()
+	s := sessionsAt(req.URL.Host)
 	if s == nil {
 		return st.next.RoundTrip(req)
 	}
@@ -158,7 +161,7 @@ func rawPost(t *testing.T, target string, header http.Header, body string) int {
 func TestMemberComesFromTheSession(t *testing.T) {
 	s := newTestServer(t)
 	waitHealthy(t, s)
-	keys := testSessions.byHost[s.addr]
+	keys := sessionsAt(s.addr)
 	forged := &sessions{key: []byte("not the server's key, not at all"), now: time.Now, revoked: map[string]int64{}}
 	exp := time.Now().Add(time.Hour).Unix()
 	expired := keys.mint(claims{Kind: "session", Member: "ana", Write: true, Exp: time.Now().Add(-time.Minute).Unix(), ID: "old"})
@@ -213,7 +216,7 @@ func TestSignInLinks(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, "127.0.0.1:0")
 	waitHealthy(t, s)
-	keys := testSessions.byHost[s.addr]
+	keys := sessionsAt(s.addr)
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Transport: plainTransport}
 
