@@ -313,8 +313,9 @@ func (a *Authority) Take(ctx context.Context, who Member, req TakeRequest) (Find
 		return FindingResult{}, refuse(Invalid, "a stance is %q or %q, not %q", Supports, Objects, req.Stance)
 	}
 	return a.changeFinding(ctx, req.ID, req.Finding, func(f *Finding) {
+		// The take posts no notice of its own; the asking's notice stays
+		// due if it has not gone out yet (NoticeDue).
 		f.Status, f.Summary, f.Stance = FindingReady, reply, req.Stance
-		f.Noticed = f.Status
 	})
 }
 

@@ -624,3 +624,29 @@ func TestAskOwesOneNotice(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeBeforeTheAskIsNoticed: an ask answered before its notice went
+// out still owes that one notice (of the asking), and owes nothing more
+// once it is posted. A take used to mark the ask noticed, so Chat never
+// heard of an ask answered quickly.
+func TestTakeBeforeTheAskIsNoticed(t *testing.T) {
+	a := newFindingsAuthority(t, memstore.New(), "plan-1", newHost())
+	rec := createOne(t, a, "k")
+	ask, err := a.Ask(ctx, ana, question.AskRequest{ID: rec.ID, Member: "ben"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Take(ctx, ben, question.TakeRequest{ID: rec.ID, Finding: ask.Finding.ID, Reply: "Email it is."}); err != nil {
+		t.Fatal(err)
+	}
+	due := a.PendingNotices()
+	if len(due) != 1 || due[0].Finding.ID != ask.Finding.ID || due[0].Finding.NoticeID() != "finding:"+ask.Finding.ID+":running" {
+		t.Fatalf("notices due after a quick take: %+v", due)
+	}
+	if err := a.MarkNoticed(ctx, rec.ID, ask.Finding.ID, question.FindingReady); err != nil {
+		t.Fatal(err)
+	}
+	if due := a.PendingNotices(); len(due) != 0 {
+		t.Fatalf("notices due once posted: %+v", due)
+	}
+}
