@@ -406,6 +406,7 @@ func (d *Doc) Rebase() (*Doc, error) {
 		return nil, err
 	}
 	t := d.now()
+	nd.heads = headsCache{}
 	if _, err := nd.am.Commit(rebaseMessage+"\n"+clock, automerge.CommitOptions{Time: &t}); err != nil {
 		return nil, amError("rebase", err)
 	}

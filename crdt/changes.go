@@ -497,6 +497,14 @@ type objInfo struct {
 // key in drafts and the question id.
 type draftRef struct{ gen, q string }
 
+// draftTouch is what a draft edit's operations change of one question
+// draft: mark cells only (their keys), or more (whole: its text, choice or
+// chosen entries), which is then read again whole.
+type draftTouch struct {
+	whole bool
+	cells map[string]bool
+}
+
 // childInfo is the kind, role and draft of an object of kind made under
 // key in parent (or in the root map).
 func childInfo(parent objInfo, root bool, key []byte, kind objKind) objInfo {
@@ -519,8 +527,9 @@ func childInfo(parent objInfo, root bool, key []byte, kind objKind) objInfo {
 type batchCheck struct {
 	made map[opID]objInfo
 	ops  int
-	// touched lists the question drafts a draft edit's operations change.
-	touched map[draftRef]bool
+	// touched lists the question drafts a draft edit's operations change,
+	// and what of each.
+	touched map[draftRef]*draftTouch
 	// fresh is the chunks of the batch's changes new to the document,
 	// concatenated in the batch's order.
 	fresh []byte
@@ -575,7 +584,7 @@ func (d *Doc) checkBatchObjects(chunks [][]byte, heads []ChangeHash, edit bool) 
 	if err != nil {
 		return batchCheck{}, errorf(ErrMalformed, "%v", err)
 	}
-	var touched map[draftRef]bool
+	var touched map[draftRef]*draftTouch
 	if edit {
 		if touched, err = checkEditOps(ops, infos); err != nil {
 			return batchCheck{}, err

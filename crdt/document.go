@@ -54,7 +54,24 @@ func toAM(hs []ChangeHash) []automerge.ChangeHash {
 }
 
 // amHeads returns automerge's heads of d, unsorted, as it lists them.
-func (d *Doc) amHeads() []ChangeHash { return fromAM(d.am.Heads()) }
+func (d *Doc) amHeads() []ChangeHash {
+	if c := d.heads; c.am == d.am && c.heads != nil {
+		return c.heads
+	}
+	h := fromAM(d.am.Heads())
+	d.heads = headsCache{am: d.am, heads: h}
+	return h
+}
+
+// headsCache holds the heads automerge last listed for one automerge
+// document. Every call that changes its history (commit, LoadIncremental,
+// Merge) drops it, and a document replaced (Rollback) no longer matches it.
+// Listing heads through cgo costs as much as a small apply, and an edit
+// needs them several times. Callers share the slice and never modify it.
+type headsCache struct {
+	am    *automerge.Doc
+	heads []ChangeHash
+}
 
 // ActorID names a replica. Every replica, and every process incarnation of
 // the authority, writes under its own actor id.
@@ -145,6 +162,7 @@ type Doc struct {
 	// proven is a save already proven to load back (by Rebase), which
 	// Snapshot returns while the document is still at its revision.
 	proven *provenSave
+	heads  headsCache
 }
 
 type provenSave struct {
@@ -343,6 +361,7 @@ func (d *Doc) ForkAt(heads Heads, actor ActorID) (*Doc, error) {
 // Merge applies every change of o that d lacks.
 func (d *Doc) Merge(o *Doc) error {
 	_, err := d.am.Merge(o.am)
+	d.heads = headsCache{}
 	d.seqs, d.known = nil, nil
 	d.budgetKnown, d.marks = false, nil
 	return amError("merge", err)
@@ -504,7 +523,9 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	}
 	before := sortHeads(raw)
 	d.markBudget(before)
-	if err := d.am.LoadIncremental(batch); err != nil {
+	err = d.am.LoadIncremental(batch)
+	d.heads = headsCache{}
+	if err != nil {
 		if rerr := d.Rollback(before); rerr != nil {
 			return nil, batchCheck{}, rerr
 		}
@@ -556,6 +577,7 @@ func (d *Doc) Rollback(heads Heads) error {
 // pending operation; that is success with no change, not an error.
 func (d *Doc) commit(msg string) error {
 	t := d.now()
+	d.heads = headsCache{}
 	h, err := d.am.Commit(msg, automerge.CommitOptions{Time: &t})
 	if err != nil {
 		if err.Error() == errEmptyCommit {

@@ -105,10 +105,23 @@ const (
 // an insertion, overwrite or deletion of a written answer's characters.
 // Creating an object is never an edit: the authority lays out every
 // draft.
-func checkEditOps(ops []chunkOp, infos map[opID]objInfo) (map[draftRef]bool, error) {
-	touched := map[draftRef]bool{}
+func checkEditOps(ops []chunkOp, infos map[opID]objInfo) (map[draftRef]*draftTouch, error) {
+	touched := map[draftRef]*draftTouch{}
 	for _, op := range ops {
-		touched[infos[op.obj].draft] = true
+		info := infos[op.obj]
+		t := touched[info.draft]
+		if t == nil {
+			t = &draftTouch{}
+			touched[info.draft] = t
+		}
+		if info.role == roleMarks {
+			if t.cells == nil {
+				t.cells = map[string]bool{}
+			}
+			t.cells[string(op.key)] = true
+		} else {
+			t.whole = true
+		}
 		if madeKind(op.action) != objNone {
 			return nil, errorf(ErrShape, "an edit may not create objects")
 		}

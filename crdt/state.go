@@ -307,7 +307,7 @@ func (d *Doc) State() (st *State, err error) {
 // the document's current heads: what State would return after a draft
 // edit that changed only those (ApplyEditState). A draft edit changes no
 // shape, and its operations name the drafts they change.
-func (d *Doc) stateAfter(prev *State, touched map[draftRef]bool) (st *State, err error) {
+func (d *Doc) stateAfter(prev *State, touched map[draftRef]*draftTouch) (st *State, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			st, err = nil, errorf(ErrMalformed, "unreadable value: %v", r)
@@ -316,7 +316,7 @@ func (d *Doc) stateAfter(prev *State, touched map[draftRef]bool) (st *State, err
 	st = &State{Generation: prev.Generation, Questions: prev.Questions, Appended: prev.Appended,
 		Drafts: maps.Clone(prev.Drafts)}
 	copied := map[uint64]bool{}
-	for ref := range touched {
+	for ref, t := range touched {
 		g, err := strconv.ParseUint(ref.gen, 10, 64)
 		p := "drafts/" + ref.gen + "/" + ref.q
 		dr, ok := st.Drafts[g]
@@ -324,12 +324,18 @@ func (d *Doc) stateAfter(prev *State, touched map[draftRef]bool) (st *State, err
 		if err != nil || !ok || shape == nil {
 			return nil, malformed(p, "an edit of a draft the document does not hold")
 		}
-		v, err := d.am.Path("drafts", ref.gen, ref.q).Get()
-		if err != nil {
-			return nil, amError("read "+p, err)
-		}
-		qd, err := readQuestionDraft(p, v, shape)
-		if err != nil {
+		var qd QuestionDraft
+		if t.whole || shape.Written {
+			v, err := d.am.Path("drafts", ref.gen, ref.q).Get()
+			if err != nil {
+				return nil, amError("read "+p, err)
+			}
+			if qd, err = readQuestionDraft(p, v, shape); err != nil {
+				return nil, err
+			}
+		} else if qd, err = d.readCells(p, ref, dr.Questions[ref.q], t.cells, shape); err != nil {
+			// Only mark cells changed: a cell's value depends on the
+			// operations on its key alone, so the others keep theirs.
 			return nil, err
 		}
 		if !copied[g] {
@@ -582,6 +588,62 @@ func readQuestionDraft(path string, v *automerge.Value, q *QuestionState) (Quest
 	return out, nil
 }
 
+// readCells is qd with the mark cells of cells read again from the
+// question draft at ref.
+func (d *Doc) readCells(path string, ref draftRef, qd QuestionDraft, cells map[string]bool, q *QuestionState) (QuestionDraft, error) {
+	path += "/marks"
+	v, err := d.am.Path("drafts", ref.gen, ref.q, "marks").Get()
+	if err != nil {
+		return qd, amError("read "+path, err)
+	}
+	if v.Kind() != automerge.KindMap {
+		return qd, malformed(path, "not a map")
+	}
+	m := v.Map()
+	qd.Marks = maps.Clone(qd.Marks)
+	if qd.Marks == nil {
+		qd.Marks = map[string]marks.Mark{}
+	}
+	for key := range cells {
+		mv, err := m.Get(key)
+		if err != nil {
+			return qd, amError("read "+path+"/"+key, err)
+		}
+		if mv.Kind() == automerge.KindVoid {
+			delete(qd.Marks, key)
+			continue
+		}
+		mk, err := readCell(path+"/"+key, key, mv, q)
+		if err != nil {
+			return qd, err
+		}
+		qd.Marks[key] = mk
+	}
+	return qd, nil
+}
+
+// readCell reads the mark register of one cell, named key.
+func readCell(path, key string, mv *automerge.Value, q *QuestionState) (marks.Mark, error) {
+	cell, err := marks.ParseKey(key)
+	if err != nil {
+		return "", malformed(path, err.Error())
+	}
+	if !hasItem(q.Options, cell.Option) || !hasItem(q.Criteria, cell.Criterion) {
+		return "", malformed(path, "a cell the question does not describe")
+	}
+	switch mv.Kind() {
+	case automerge.KindNull:
+		return marks.Cleared, nil
+	case automerge.KindStr:
+		m, err := marks.ParseMark(mv.Str())
+		if err != nil {
+			return "", malformed(path, err.Error())
+		}
+		return m, nil
+	}
+	return "", malformed(path, "not a mark or null")
+}
+
 func readMarks(path string, v *automerge.Value, q *QuestionState) (map[string]marks.Mark, error) {
 	if v.Kind() != automerge.KindMap {
 		return nil, malformed(path, "not a map")
@@ -592,26 +654,11 @@ func readMarks(path string, v *automerge.Value, q *QuestionState) (map[string]ma
 	}
 	out := make(map[string]marks.Mark, len(vals))
 	for key, mv := range vals {
-		p := path + "/" + key
-		cell, err := marks.ParseKey(key)
+		m, err := readCell(path+"/"+key, key, mv, q)
 		if err != nil {
-			return nil, malformed(p, err.Error())
+			return nil, err
 		}
-		if !hasItem(q.Options, cell.Option) || !hasItem(q.Criteria, cell.Criterion) {
-			return nil, malformed(p, "a cell the question does not describe")
-		}
-		switch mv.Kind() {
-		case automerge.KindNull:
-			out[key] = marks.Cleared
-		case automerge.KindStr:
-			m, err := marks.ParseMark(mv.Str())
-			if err != nil {
-				return nil, malformed(p, err.Error())
-			}
-			out[key] = m
-		default:
-			return nil, malformed(p, "not a mark or null")
-		}
+		out[key] = m
 	}
 	return out, nil
 }

@@ -40,8 +40,9 @@ type Options struct {
 	// is running, which freezes its definition. nil means never.
 	ImplementationActive func(decision string) bool
 	// CompactAfter is how many incremental draft chunks a decision
-	// accumulates before its CRDT document is compacted into one snapshot.
-	// Zero means 64.
+	// accumulates at least before its CRDT document is compacted into one
+	// snapshot; a decision with a long history waits for more (one per
+	// two operations of it, at most 1,024). Zero means 64.
 	CompactAfter int
 	// LiveDecisions is how many decisions keep a live automerge document
 	// in memory; the least recently used others are parked, keeping only
@@ -391,7 +392,7 @@ func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	if !ok {
 		n = len(d.stored.Chunks)
 	}
-	if _, fresh := t.created[id]; fresh || n+1 >= t.a.opts.CompactAfter {
+	if _, fresh := t.created[id]; fresh || n+1 >= t.a.compactEvery(d.doc.Budget()) {
 		snap, err := d.doc.Snapshot()
 		if errors.Is(err, crdt.ErrBudget) {
 			return t.rebase(id)
@@ -416,6 +417,21 @@ func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
 	t.chunks[id] = n + 1
 	return nil
+}
+
+// maxCompactEvery caps how many chunks a decision's stored form holds
+// between compactions, however large its history.
+const maxCompactEvery = 1024
+
+// compactEvery is how many incremental chunks a decision with budget b
+// accumulates before it is compacted: Options.CompactAfter, or one per
+// two operations of its history when that is more (at most
+// maxCompactEvery). A compaction saves the whole document and proves the
+// save loads back, both work that grows with the history; spacing them in
+// proportion to it keeps their share of each edit constant, where a fixed
+// interval made them a third of the server's CPU on a busy decision.
+func (a *Authority) compactEvery(b crdt.Budget) int {
+	return max(a.opts.CompactAfter, min(b.Ops/2, maxCompactEvery))
 }
 
 // rebase stages a decision's document with a fresh history holding the

@@ -27,7 +27,7 @@ import (
 // a driver that commits in groups (Options.Durable) holds writes the store
 // does not have yet. They are the very slices the authority committed (or
 // loaded), so keeping them costs no copy: one compact snapshot and the few
-// incremental chunks since (at most CompactAfter).
+// incremental chunks since (at most Authority.compactEvery).
 
 // DefaultLiveDecisions is the number of decisions whose documents stay
 // live when Options.LiveDecisions is zero.

@@ -78,7 +78,10 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 		return nil, err
 	}
 	if o.NATS == "" {
-		b, err := boltstore.Open(filepath.Join(demo.Dir, "accord.db"), &boltstore.Options{Logger: log})
+		// ACCORD_UNSAFE_NOSYNC=1 is for measuring what durability costs
+		// per write (docs/BENCHMARKS.md); bbolt then logs a warning.
+		noSync := os.Getenv("ACCORD_UNSAFE_NOSYNC") == "1"
+		b, err := boltstore.Open(filepath.Join(demo.Dir, "accord.db"), &boltstore.Options{Logger: log, NoSync: noSync})
 		if err != nil {
 			return nil, err
 		}

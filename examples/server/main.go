@@ -16,6 +16,8 @@
 //	                      connections per member (load tools only)
 //	ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
 //	                      session: anyone is anyone (load tools on your own machine only)
+//	ACCORD_UNSAFE_NOSYNC  1 commits without fsync: a crash can lose acknowledged work
+//	                      (for measuring what durability costs, never for use)
 //	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
 //	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
 //	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
