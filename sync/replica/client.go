@@ -423,7 +423,7 @@ func (c *Client) run(s *session) {
 		c.log.Info("connection lost", "url", c.url, "err", err)
 		c.emit(Event{Kind: KindReconnecting, Err: err})
 		lost = true
-		if time.Since(start) >= c.opts.MaxBackoff {
+		if time.Since(start) >= c.opts.MaxBackoff || movedAway(err) {
 			attempt = 0
 		}
 		if !c.sleep(c.backoff(attempt)) {
@@ -431,6 +431,15 @@ func (c *Client) run(s *session) {
 		}
 		attempt++
 	}
+}
+
+// movedAway reports whether the server closed the connection because the
+// document moved (a cluster node handing it off, 1012) or its commit
+// failed (1013): the document is served again at once, by its owner, so
+// the redial starts from the shortest backoff whatever came before.
+func movedAway(err error) bool {
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater)
 }
 
 // backoff is the jittered wait before redial attempt n (from 0):

@@ -224,6 +224,14 @@ func (s *Server) readPump(c *conn) {
 			joined = true
 		}
 		if !c.doc.submit(op{c: c, msg: msg}) {
+			// The document is stopping (handed off, or unloaded after a
+			// failed commit): the replies to what it accepted go out
+			// before the conn is closed (forget), not dropped by a close
+			// from here. This frame was not applied.
+			select {
+			case <-c.doc.ended:
+			case <-c.done:
+			}
 			return
 		}
 	}
