@@ -45,6 +45,9 @@ type clusterOptions struct {
 	// Replicas of the stream and the lease bucket (-nats-replicas,
 	// ACCORD_NATS_REPLICAS; default 3, 1 for a single NATS server).
 	Replicas int
+	// LeaseTTL is how long a stopped node's leases outlive it
+	// (-lease-ttl, ACCORD_LEASE_TTL; default cluster.DefaultLeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // clusterFlags registers the cluster flags; call before flag.Parse.
@@ -55,6 +58,8 @@ func clusterFlags() *clusterOptions {
 	flag.StringVar(&o.URL, "node-url", env("ACCORD_NODE_URL", ""), "where the other nodes reach this one (default http://<listen address>)")
 	replicas, _ := strconv.Atoi(env("ACCORD_NATS_REPLICAS", "3"))
 	flag.IntVar(&o.Replicas, "nats-replicas", replicas, "replicas of the JetStream stream and lease bucket")
+	ttl, _ := time.ParseDuration(env("ACCORD_LEASE_TTL", "0s"))
+	flag.DurationVar(&o.LeaseTTL, "lease-ttl", ttl, "how long a crashed node's documents wait for another node (default 6s; see docs/SCALING.md)")
 	return o
 }
 
@@ -68,6 +73,7 @@ type nodeStore struct {
 	fenced *cluster.FencedStore
 	opts   clusterOptions
 	router atomic.Pointer[cluster.Router] // from route on
+	host   *hostState                     // the plans, Chat and Planner runs
 }
 
 // openStore opens the bbolt file under demo.Dir, or joins the cluster of
@@ -107,9 +113,19 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 		nc.Close()
 		return nil, fmt.Errorf("cluster: open the JetStream store: %w", err)
 	}
+	var host *hostState
+	err = whileClusterStarts(ctx, func() (err error) {
+		host, err = openHostState(ctx, nc, o.Replicas)
+		return err
+	})
+	if err != nil {
+		js.Close()
+		nc.Close()
+		return nil, err
+	}
 	f := cluster.NewFencedStore(js)
 	log.Info("joined a cluster", "node", o.Node, "url", o.URL, "nats", o.NATS, "replicas", o.Replicas)
-	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o}, nil
+	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o, host: host}, nil
 }
 
 // forApp is the store newApp works on: the bbolt store itself alone (its
@@ -145,12 +161,19 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 	opts := cluster.Options{
 		Conn: s.nc, Node: s.opts.Node, URL: s.opts.URL + "/sync", Replicas: s.opts.Replicas,
 		Lost: func(doc string) { s.fenced.Forget(doc); a.srv.CloseDocument(doc) }, Logger: log,
-		// The answer driver watches the document from now on and
-		// delivers what its last owner left claimed.
+		// The plan, Chat and Planner runs its last owner stored come
+		// first; then the answer driver watches the document and
+		// delivers what that owner left claimed.
 		Acquired: func(doc string) {
+			if err := a.takeOver(context.Background(), doc); err != nil {
+				log.Error("cluster: loading the document's plan and Chat", "doc", doc, "err", err)
+			}
 			a.driver.Watch(doc)
 			a.driver.Poke(doc)
 		},
+		// A planned stop: commit, then release the lease.
+		HandOff:  a.srv.HandOff,
+		LeaseTTL: s.opts.LeaseTTL,
 	}
 	var r *cluster.Router
 	err := whileClusterStarts(ctx, func() (err error) {
@@ -192,6 +215,26 @@ func whileClusterStarts(ctx context.Context, open func() error) error {
 			return errors.Join(err, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// handOff, in a cluster, hands every document this node holds to the
+// next owner (cluster.Router.Close: commit, release the lease, close the
+// connections, which redial there), while the node still serves its
+// other requests: a planned stop costs its clients a redial, not a lease
+// expiry.
+func (s *nodeStore) handOff() error {
+	if r := s.router.Load(); r != nil {
+		return r.Close()
+	}
+	return nil
+}
+
+// cut drops the node's NATS connection, as a crash would (the tests'
+// stand-in for SIGKILL): its leases expire rather than being released.
+func (s *nodeStore) cut() {
+	if s.nc != nil {
+		s.nc.Close()
 	}
 }
 
