@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
@@ -184,6 +185,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 		return nil, err
 	}
 	s.router.Store(r)
+	registerClusterMetrics(a.metrics, r, s.fenced)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", r)
 	mux.Handle("/", r.Handler(func(req *http.Request) string {
@@ -278,4 +280,24 @@ func (o ownerDoer) Do(ctx context.Context, doc string, fn func(a *question.Autho
 		return cluster.ErrNotOwner
 	}
 	return cluster.NewOwnerOnly(r, o.srv).Do(ctx, doc, fn)
+}
+
+// registerClusterMetrics shows on /metrics what the node does for the
+// cluster: the leases it holds, the documents it handed off or lost, the
+// requests it forwarded to other owners and its commits refused as fenced.
+func registerClusterMetrics(reg prometheus.Registerer, r *cluster.Router, f *cluster.FencedStore) {
+	counter := func(name, help string, v func(cluster.RouterStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(r.Stats())) })
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "accord_cluster_leases", Help: "Documents whose lease this node holds."},
+			func() float64 { return float64(r.Stats().Leases) }),
+		counter("accord_cluster_leases_taken_total", "Leases this node took.", func(s cluster.RouterStats) uint64 { return s.Taken }),
+		counter("accord_cluster_handoffs_total", "Documents handed off to the next owner on a planned stop (committed, lease released).", func(s cluster.RouterStats) uint64 { return s.HandedOff }),
+		counter("accord_cluster_leases_lost_total", "Leases lost: not renewed in time, or taken by another node after they expired.", func(s cluster.RouterStats) uint64 { return s.Lost }),
+		counter("accord_cluster_forwarded_total", "Requests forwarded to the node owning their document.", func(s cluster.RouterStats) uint64 { return s.Forwarded }),
+		counter("accord_cluster_forward_failures_total", "Forwarded requests whose owner could not be reached.", func(s cluster.RouterStats) uint64 { return s.ForwardFailed }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "accord_cluster_fenced_commits_total", Help: "Commits refused because another node committed to the document since this one loaded it."},
+			func() float64 { return float64(f.Fenced()) }),
+	)
 }

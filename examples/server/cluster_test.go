@@ -99,6 +99,32 @@ func TestServersJoinACluster(t *testing.T) {
 			t.Fatalf("the plan lacks the card of %s: %s", id, pa)
 		}
 	}
+	// Each node's /metrics shows its part: a holds the plan's lease, b
+	// forwarded requests to it.
+	metric := func(s *testServer, name string) string {
+		res, err := http.Get(s.url("/metrics"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no %s on %s's /metrics", name, s.addr)
+		return ""
+	}
+	if got := metric(a, "accord_cluster_leases"); got != "1" {
+		t.Fatalf("a holds %s leases, want 1", got)
+	}
+	if got := metric(b, "accord_cluster_forwarded_total"); got == "0" {
+		t.Fatal("b forwarded nothing to a")
+	}
+	for _, name := range []string{"accord_cluster_handoffs_total", "accord_cluster_fenced_commits_total", "accord_cluster_leases_lost_total"} {
+		metric(a, name)
+	}
 }
 
 func waitHealthy(t *testing.T, s *testServer) {
