@@ -55,6 +55,26 @@ func (s *Server) HandOff(ctx context.Context, doc string) error {
 	}
 	// Connections still upgrading, or that attached to nothing.
 	s.closeDocument(doc, CloseMoved, "reconnect: the document moved")
+	// Returned only once every connection has written its last replies
+	// and its close frame: the host may close the sockets next (a
+	// cluster's Router does, as it releases the lease), and a client
+	// that read the close redials at once, where one cut off waits out
+	// its backoff and never hears its replies.
+	s.mu.Lock()
+	var writing []*conn
+	for c := range s.conns {
+		if c.docID == doc && c.doc != nil { // its write pump runs
+			writing = append(writing, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range writing {
+		select {
+		case <-c.writeDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 
