@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -95,17 +96,39 @@ func run() error {
 		}
 	}
 
+	var natsURLs []string
 	for i := range nodes {
 		n, err := startNode(ctx, i+1, ns[i].ClientURL(), log)
 		if err != nil {
 			return fmt.Errorf("node %d: %w", i+1, err)
 		}
 		defer n.stop()
-		fmt.Printf("node %d: ws://%s/sync (NATS %s)\n", i+1, n.addr, ns[i].ClientURL())
+		fmt.Printf("node %d: ws://%s/sync?doc=<id>&member=<login>  metrics http://%s/metrics  (NATS %s)\n", i+1, n.addr, n.addr, ns[i].ClientURL())
+		natsURLs = append(natsURLs, ns[i].ClientURL())
 	}
 	if *demo {
 		return runDemo(ctx)
 	}
+	all := strings.Join(natsURLs, ",")
+	fmt.Printf(`
+Three nodes share one JetStream cluster; a client may dial any node, and
+each document is decided by the node holding its lease.
+
+Next, from the examples folder:
+  go run ./cluster -demo        two clients on two nodes save one decision at once
+  go run ./load -nodes 3        the load test against three nodes of its own
+The example's page, as three nodes of this NATS cluster (one terminal each):
+  go run ./server -addr 127.0.0.1:8081 -data /tmp/accord-a -node a -nats %[1]s
+  go run ./server -addr 127.0.0.1:8082 -data /tmp/accord-b -node b -nats %[1]s
+  go run ./server -addr 127.0.0.1:8083 -data /tmp/accord-c -node c -nats %[1]s
+then open http://127.0.0.1:8081/ and http://127.0.0.1:8082/ (sign in with a
+link each prints; the nodes need one ACCORD_SESSION_KEY, e.g. export
+ACCORD_SESSION_KEY=$(openssl rand -hex 32) before starting them). Stop a
+node with Ctrl-C: it hands its documents off and the page reconnects to
+the next owner. Kill one (kill -9): the others take over once its lease
+expires (-lease-ttl). See docs/OPERATIONS.md and docs/SCALING.md.
+Ctrl-C stops everything.
+`, all)
 	<-ctx.Done()
 	return nil
 }
@@ -147,12 +170,19 @@ func startNode(ctx context.Context, i int, natsURL string, log *slog.Logger) (*n
 	router, err := cluster.New(ctx, srv, cluster.Options{
 		Conn: nc, Node: "node-" + strconv.Itoa(i), URL: "http://" + addr + "/sync",
 		Replicas: 3, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
+		HandOff: srv.HandOff,
 	})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/sync", router)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		st := router.Stats()
+		fmt.Fprintf(w, "accord_cluster_leases %d\naccord_cluster_handoffs_total %d\naccord_cluster_leases_lost_total %d\n"+
+			"accord_cluster_forwarded_total %d\naccord_cluster_fenced_commits_total %d\n",
+			st.Leases, st.HandedOff, st.Lost, st.Forwarded, store.Fenced())
+	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	return &node{addr: addr, hs: hs, srv: srv, router: router, nc: nc}, nil
@@ -161,9 +191,9 @@ func startNode(ctx context.Context, i int, natsURL string, log *slog.Logger) (*n
 func (n *node) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = n.hs.Shutdown(ctx)
+	_ = n.router.Close() // hands each document off: commit, release, reconnect
 	_ = n.srv.Shutdown(ctx)
-	_ = n.router.Close()
+	_ = n.hs.Shutdown(ctx)
 	n.nc.Close()
 }
 

@@ -58,6 +58,11 @@ type app struct {
 	watcher  *research.Watcher // research.go
 	desk     *personaDesk      // personas.go
 	sessions *sessions         // signin.go
+
+	// In a cluster (cluster_state.go): where the host state is kept, and
+	// whether this node owns a document.
+	hostState *hostState
+	owns      func(doc string) bool
 }
 
 func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
@@ -424,6 +429,9 @@ func (p *demoPlanner) answerAsk(doc string, a delivery.TurnAnswer) {
 	}
 	p.runs[doc]++
 	n := p.runs[doc]
+	if err := p.savePlanner(doc); err != nil {
+		p.app.log.Warn("demo run: storing the Planner's runs", "doc", doc, "err", err)
+	}
 	p.mu.Unlock()
 
 	who := display(a.By)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
@@ -45,6 +46,9 @@ type clusterOptions struct {
 	// Replicas of the stream and the lease bucket (-nats-replicas,
 	// ACCORD_NATS_REPLICAS; default 3, 1 for a single NATS server).
 	Replicas int
+	// LeaseTTL is how long a stopped node's leases outlive it
+	// (-lease-ttl, ACCORD_LEASE_TTL; default cluster.DefaultLeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // clusterFlags registers the cluster flags; call before flag.Parse.
@@ -55,6 +59,8 @@ func clusterFlags() *clusterOptions {
 	flag.StringVar(&o.URL, "node-url", env("ACCORD_NODE_URL", ""), "where the other nodes reach this one (default http://<listen address>)")
 	replicas, _ := strconv.Atoi(env("ACCORD_NATS_REPLICAS", "3"))
 	flag.IntVar(&o.Replicas, "nats-replicas", replicas, "replicas of the JetStream stream and lease bucket")
+	ttl, _ := time.ParseDuration(env("ACCORD_LEASE_TTL", "0s"))
+	flag.DurationVar(&o.LeaseTTL, "lease-ttl", ttl, "how long a crashed node's documents wait for another node (default 6s; see docs/SCALING.md)")
 	return o
 }
 
@@ -68,6 +74,7 @@ type nodeStore struct {
 	fenced *cluster.FencedStore
 	opts   clusterOptions
 	router atomic.Pointer[cluster.Router] // from route on
+	host   *hostState                     // the plans, Chat and Planner runs
 }
 
 // openStore opens the bbolt file under demo.Dir, or joins the cluster of
@@ -110,9 +117,19 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 		nc.Close()
 		return nil, fmt.Errorf("cluster: open the JetStream store: %w", err)
 	}
+	var host *hostState
+	err = whileClusterStarts(ctx, func() (err error) {
+		host, err = openHostState(ctx, nc, o.Replicas)
+		return err
+	})
+	if err != nil {
+		js.Close()
+		nc.Close()
+		return nil, err
+	}
 	f := cluster.NewFencedStore(js)
 	log.Info("joined a cluster", "node", o.Node, "url", o.URL, "nats", o.NATS, "replicas", o.Replicas)
-	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o}, nil
+	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o, host: host}, nil
 }
 
 // forApp is the store newApp works on: the bbolt store itself alone (its
@@ -148,12 +165,19 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 	opts := cluster.Options{
 		Conn: s.nc, Node: s.opts.Node, URL: s.opts.URL + "/sync", Replicas: s.opts.Replicas,
 		Lost: func(doc string) { s.fenced.Forget(doc); a.srv.CloseDocument(doc) }, Logger: log,
-		// The answer driver watches the document from now on and
-		// delivers what its last owner left claimed.
+		// The plan, Chat and Planner runs its last owner stored come
+		// first; then the answer driver watches the document and
+		// delivers what that owner left claimed.
 		Acquired: func(doc string) {
+			if err := a.takeOver(context.Background(), doc); err != nil {
+				log.Error("cluster: loading the document's plan and Chat", "doc", doc, "err", err)
+			}
 			a.driver.Watch(doc)
 			a.driver.Poke(doc)
 		},
+		// A planned stop: commit, then release the lease.
+		HandOff:  a.srv.HandOff,
+		LeaseTTL: s.opts.LeaseTTL,
 	}
 	var r *cluster.Router
 	err := whileClusterStarts(ctx, func() (err error) {
@@ -164,6 +188,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 		return nil, err
 	}
 	s.router.Store(r)
+	registerClusterMetrics(a.metrics, r, s.fenced)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", r)
 	mux.Handle("/", r.Handler(func(req *http.Request) string {
@@ -195,6 +220,26 @@ func whileClusterStarts(ctx context.Context, open func() error) error {
 			return errors.Join(err, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// handOff, in a cluster, hands every document this node holds to the
+// next owner (cluster.Router.Close: commit, release the lease, close the
+// connections, which redial there), while the node still serves its
+// other requests: a planned stop costs its clients a redial, not a lease
+// expiry.
+func (s *nodeStore) handOff() error {
+	if r := s.router.Load(); r != nil {
+		return r.Close()
+	}
+	return nil
+}
+
+// cut drops the node's NATS connection, as a crash would (the tests'
+// stand-in for SIGKILL): its leases expire rather than being released.
+func (s *nodeStore) cut() {
+	if s.nc != nil {
+		s.nc.Close()
 	}
 }
 
@@ -238,4 +283,24 @@ func (o ownerDoer) Do(ctx context.Context, doc string, fn func(a *question.Autho
 		return cluster.ErrNotOwner
 	}
 	return cluster.NewOwnerOnly(r, o.srv).Do(ctx, doc, fn)
+}
+
+// registerClusterMetrics shows on /metrics what the node does for the
+// cluster: the leases it holds, the documents it handed off or lost, the
+// requests it forwarded to other owners and its commits refused as fenced.
+func registerClusterMetrics(reg prometheus.Registerer, r *cluster.Router, f *cluster.FencedStore) {
+	counter := func(name, help string, v func(cluster.RouterStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(r.Stats())) })
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "accord_cluster_leases", Help: "Documents whose lease this node holds."},
+			func() float64 { return float64(r.Stats().Leases) }),
+		counter("accord_cluster_leases_taken_total", "Leases this node took.", func(s cluster.RouterStats) uint64 { return s.Taken }),
+		counter("accord_cluster_handoffs_total", "Documents handed off to the next owner on a planned stop (committed, lease released).", func(s cluster.RouterStats) uint64 { return s.HandedOff }),
+		counter("accord_cluster_leases_lost_total", "Leases lost: not renewed in time, or taken by another node after they expired.", func(s cluster.RouterStats) uint64 { return s.Lost }),
+		counter("accord_cluster_forwarded_total", "Requests forwarded to the node owning their document.", func(s cluster.RouterStats) uint64 { return s.Forwarded }),
+		counter("accord_cluster_forward_failures_total", "Forwarded requests whose owner could not be reached.", func(s cluster.RouterStats) uint64 { return s.ForwardFailed }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "accord_cluster_fenced_commits_total", Help: "Commits refused because another node committed to the document since this one loaded it."},
+			func() float64 { return float64(f.Fenced()) }),
+	)
 }

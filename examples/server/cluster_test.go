@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,32 @@ func TestServersJoinACluster(t *testing.T) {
 			t.Fatalf("the plan lacks the card of %s: %s", id, pa)
 		}
 	}
+	// Each node's /metrics shows its part: a holds the plan's lease, b
+	// forwarded requests to it.
+	metric := func(s *testServer, name string) string {
+		res, err := http.Get(s.url("/metrics"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no %s on %s's /metrics", name, s.addr)
+		return ""
+	}
+	if got := metric(a, "accord_cluster_leases"); got != "1" {
+		t.Fatalf("a holds %s leases, want 1", got)
+	}
+	if got := metric(b, "accord_cluster_forwarded_total"); got == "0" {
+		t.Fatal("b forwarded nothing to a")
+	}
+	for _, name := range []string{"accord_cluster_handoffs_total", "accord_cluster_fenced_commits_total", "accord_cluster_leases_lost_total"} {
+		metric(a, name)
+	}
 }
 
 func waitHealthy(t *testing.T, s *testServer) {
@@ -143,4 +170,99 @@ func containsDecision(plan, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestClusterPlanSurvivesOwnerCrash: the plan, Chat and the Planner's
+// cards live in JetStream, not in the owner's memory. Node a owns the
+// sample plan: the demo starts there, Ana edits the plan and saves an
+// answer, which the Planner acknowledges in Chat. Then a crashes (its
+// NATS connection drops: no handoff, its lease expires), and node b,
+// which never held the plan, serves the same plan (the edit, every card
+// at its anchor) and the same Chat.
+func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	node := func(name string, crash bool) *testServer {
+		demo := demoOptions{Personas: false, SessionKey: strings.Repeat("ab", 32), crashOnStop: crash,
+			Cluster: clusterOptions{NATS: c.URLs(), Node: name, Replicas: 3, LeaseTTL: time.Second}}
+		s := startDemoServer(t, t.TempDir(), "127.0.0.1:0", demo)
+		waitHealthy(t, s)
+		return s
+	}
+	a, b := node("a", true), node("b", false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ana, err := dialAs(t, ctx, "ws://"+a.addr+"/sync?doc="+demoDoc+"&member=ana") // a takes the lease
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ana.Close()
+	ids := a.startDemo()
+	eventually(t, "the demo's four cards on a", func() (bool, string) {
+		p := getPlan(t, a)
+		n := strings.Count(p, `"decision":"`)
+		return n >= 4, p
+	})
+	var plan struct {
+		Revision string `json:"revision"`
+	}
+	if err := json.Unmarshal([]byte(getPlan(t, a)), &plan); err != nil || plan.Revision == "" {
+		t.Fatalf("plan revision: %q %v", plan.Revision, err)
+	}
+	const edited = "Edited on node a, just before it crashed."
+	if code, out := postEdit(t, "http://"+a.addr, "?member=ana", `{"revision":"`+plan.Revision+`","edits":[{"op":"edit","block":"b3","text":"`+edited+`"}]}`); code != http.StatusOK {
+		t.Fatalf("plan edit: %d %v", code, out)
+	}
+	id := ids["rollout"]
+	for _, _, err := ana.Draft(id); err != nil; _, _, err = ana.Draft(id) {
+		if ctx.Err() != nil {
+			t.Fatal("Ana never held the rollout decision")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ana.SetText(id, "q1", "Email them a week before."); err != nil {
+		t.Fatal(err)
+	}
+	if err := ana.Flush(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ana.Submit(ctx, id); err != nil || len(res) != 1 || !res[0].OK {
+		t.Fatalf("save: %+v %v", res, err)
+	}
+	eventually(t, "the Planner to answer in Chat on a", func() (bool, string) {
+		got := a.chatTexts()
+		return slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "thanks") }), strings.Join(got, " | ")
+	})
+	// What a shows once the Planner is done with the answer.
+	var planA, chatA string
+	eventually(t, "a's plan and Chat to settle", func() (bool, string) {
+		p, ch := getPlan(t, a), strings.Join(a.chatTexts(), "\n")
+		settled := p == planA && ch == chatA
+		planA, chatA = p, ch
+		time.Sleep(200 * time.Millisecond)
+		return settled, p
+	})
+	if !strings.Contains(planA, edited) {
+		t.Fatalf("a's plan lacks the edit: %s", planA)
+	}
+
+	a.stop() // crashes: the lease expires after a second
+	var planB, chatB string
+	eventually(t, "b to serve the plan a left", func() (bool, string) {
+		res, err := http.Get(b.url("/api/plan?member=rita&doc=" + demoDoc))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			return false, res.Status
+		}
+		planB, chatB = string(raw), strings.Join(b.chatTexts(), "\n")
+		return planB == planA && chatB == chatA, "plan:\n" + planB + "\nchat:\n" + chatB
+	})
+	for key, id := range ids {
+		if !containsDecision(planB, id) {
+			t.Fatalf("b's plan lacks the %s card: %s", key, planB)
+		}
+	}
 }

@@ -163,6 +163,11 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	if demo.crashOnStop {
+		store.cut() // as if killed: no handoff, no last commit reaches NATS
+	} else if err := store.handOff(); err != nil {
+		log.Warn("handoff", "err", err)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := app.shutdown(sctx); err != nil {

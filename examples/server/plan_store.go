@@ -92,6 +92,13 @@ func (p *planStore) Close() error { return p.db.Close() }
 // is stored before it is reported done, then pushed to the pages
 // (plan_edit.go).
 func (a *app) keepPlan(store persist.Store) error {
+	if ns, ok := store.(*nodeStore); ok && ns.host != nil {
+		a.keepInCluster(ns.host, func(doc string) bool {
+			r := ns.router.Load()
+			return r != nil && r.Owns(doc)
+		})
+		return nil
+	}
 	f, ok := store.(interface{ Path() string })
 	if !ok {
 		a.host.Docs.Persist(func(doc string, _ memhost.DocState) error { a.feed.notify(doc); return nil })

@@ -49,6 +49,10 @@ type demoOptions struct {
 	// key kept in the data folder (ACCORD_SESSION_KEY): every node of a
 	// cluster needs the same.
 	SessionKey string
+	// crashOnStop makes the end of serveDemo a crash as the cluster sees
+	// it (tests only): the NATS connection drops before anything is
+	// handed off.
+	crashOnStop bool
 	// NoLimits turns off the sync server's per-connection rates and its
 	// cap on connections per member (ACCORD_SYNC_LIMITS=off): for load
 	// tools that write as fast as they can from many connections of one

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,6 +132,7 @@ func runChild(name string) error {
 		router, err = cluster.New(ctx, srv, cluster.Options{
 			Conn: nc, Node: name, URL: "http://" + ln.Addr().String() + "/", Replicas: 3,
 			LeaseTTL: ttl, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { store.Forget(doc); srv.CloseDocument(doc) }, Logger: log,
+			HandOff: srv.HandOff,
 			Acquired: func(doc string) {
 				host.Members.Add(doc, question.Member{Login: plannerOwner, Write: true})
 				host.Runtime.SetOwner(doc, plannerOwner)
@@ -165,7 +167,33 @@ func runChild(name string) error {
 	hs := &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	fmt.Printf("%sws://%s\n", childReady, ln.Addr())
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	// SIGTERM is a planned stop, as an operator's: hand every document
+	// off (commit, release the lease, close its connections), then stop.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	stdin := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stdin)
+	}()
+	select {
+	case <-stdin:
+		return nil
+	case <-term:
+	}
+	start := time.Now()
+	held := router.Stats().Leases
+	if err := router.Close(); err != nil {
+		log.Warn("handoff", "err", err)
+	}
+	d.Close()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	_ = hs.Shutdown(sctx)
+	log.Info("handed off", "documents", held, "took", time.Since(start))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
@@ -29,6 +30,8 @@ type FencedStore struct {
 
 	mu    sync.Mutex
 	heads map[string]uint64 // per loaded document: the head its state is at
+
+	fenced atomic.Uint64
 }
 
 var _ persist.Store = (*FencedStore)(nil)
@@ -65,6 +68,7 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 		if err := f.s.Commit(ctx, doc, &persist.Write{}); err != nil {
 			return err
 		}
+		f.fenced.Add(1)
 		return fmt.Errorf("cluster: commit to %q without a loaded state: %w", doc, ErrFenced)
 	}
 	next, err := f.s.CommitAt(ctx, doc, w, head)
@@ -76,6 +80,7 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 		return nil
 	case errors.Is(err, jetstream.ErrConflict):
 		delete(f.heads, doc)
+		f.fenced.Add(1)
 		return fmt.Errorf("cluster: commit to %q: %w", doc, ErrFenced)
 	case errors.Is(err, persist.ErrEmptyKey), errors.Is(err, persist.ErrClosed),
 		errors.Is(err, jetstream.ErrTooLarge), errors.Is(err, jetstream.ErrKeyTooLong),
@@ -107,6 +112,9 @@ func (f *FencedStore) Forget(doc string) {
 	delete(f.heads, doc)
 	f.mu.Unlock()
 }
+
+// Fenced counts the Commits refused with ErrFenced.
+func (f *FencedStore) Fenced() uint64 { return f.fenced.Load() }
 
 // Close closes the underlying store.
 func (f *FencedStore) Close() error { return f.s.Close() }

@@ -67,9 +67,20 @@ type Options struct {
 	// answer delivery (Driver.Watch and Poke), which must run where the
 	// document is decided (see OwnerOnly).
 	Acquired func(doc string)
+	// HandOff, if set, is called by Close for each document this node
+	// holds, before its lease is released: the host commits what the
+	// document accepted here and closes its connections (sync/server's
+	// Server.HandOff), so that the next owner loads everything this node
+	// acknowledged and its clients redial to it at once. ctx bounds it
+	// (a third of LeaseTTL, within which the lease cannot expire).
+	HandOff func(ctx context.Context, doc string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
+
+// ErrStopping is returned by Owner once Close has begun: a stopping node
+// takes no more leases.
+var ErrStopping = errors.New("cluster: node stopping")
 
 // owner is a lease's value.
 type owner struct {
@@ -89,6 +100,9 @@ type lease struct {
 	renewed  time.Time // when the renewal that succeeded was sent
 	conns    int       // connections being served for the document
 	lastConn time.Time // when the last one ended
+	// leaving is set while the lease is handed off (Close): no new
+	// connection is served, and it is no longer renewed.
+	leaving bool
 }
 
 // Router serves the sync protocol of a cluster node: a connection for a
@@ -109,6 +123,7 @@ type Router struct {
 	mu     sync.Mutex
 	leases map[string]*lease
 	closed bool
+	stats  routerCounts
 
 	stop chan struct{}
 	done chan struct{}
@@ -178,14 +193,15 @@ func leaseKey(doc string) string { return base64.RawURLEncoding.EncodeToString([
 // if nobody does.
 func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err error) {
 	r.mu.Lock()
-	if r.closed {
+	if l, ok := r.leases[doc]; ok {
+		leaving := l.leaving
 		r.mu.Unlock()
-		return "", "", errors.New("cluster: router closed")
-	}
-	if _, ok := r.leases[doc]; ok {
-		r.mu.Unlock()
+		if leaving {
+			return "", "", fmt.Errorf("cluster: %q is being handed off: %w", doc, ErrStopping)
+		}
 		return r.o.Node, r.o.URL, nil
 	}
+	stopping := r.closed
 	r.mu.Unlock()
 	key := leaseKey(doc)
 	// uncertain is when the first attempt whose answer was lost was sent:
@@ -194,6 +210,7 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 	took := func(rev uint64, sent time.Time) (string, string, error) {
 		r.mu.Lock()
 		r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
+		r.stats.taken++
 		r.mu.Unlock()
 		r.log.Info("cluster: lease taken", "doc", doc, "node", r.o.Node)
 		if r.o.Acquired != nil {
@@ -203,7 +220,11 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 	}
 	for attempt := 0; attempt < 20; attempt++ {
 		sent := time.Now()
-		rev, err := r.kv.Create(ctx, key, r.self)
+		var rev uint64
+		var err error = natsjs.ErrKeyExists
+		if !stopping {
+			rev, err = r.kv.Create(ctx, key, r.self)
+		}
 		if err == nil {
 			return took(rev, sent)
 		}
@@ -224,6 +245,9 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 			return "", "", fmt.Errorf("cluster: take lease of %q: %w", doc, err)
 		}
 		e, err := r.kv.Get(ctx, key)
+		if errors.Is(err, natsjs.ErrKeyNotFound) && stopping {
+			return "", "", fmt.Errorf("cluster: %q has no owner: %w", doc, ErrStopping)
+		}
 		if errors.Is(err, natsjs.ErrKeyNotFound) {
 			// Expired or released meanwhile, or read from a replica that
 			// has not seen the lease yet (KV reads may go to any replica):
@@ -245,6 +269,9 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		// A replica that lags may show an older owner: forwarding to it
 		// gets a 503 from that node, and the client redials.
 		if o.Node == r.o.Node {
+			if stopping {
+				return "", "", fmt.Errorf("cluster: %q: %w", doc, ErrStopping)
+			}
 			if o.Run == r.run && !uncertain.IsZero() {
 				// An attempt of this run whose answer was lost took it.
 				return took(e.Revision(), uncertain)
@@ -265,12 +292,13 @@ func transient(err error) bool {
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// Owns reports whether this node holds doc's lease.
+// Owns reports whether this node holds doc's lease, and is not handing
+// it off.
 func (r *Router) Owns(doc string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.leases[doc]
-	return ok
+	l, ok := r.leases[doc]
+	return ok && !l.leaving
 }
 
 // ServeHTTP routes one sync connection (?doc=<id>) to the node that owns
@@ -311,6 +339,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad owner address", http.StatusBadGateway)
 		return
 	}
+	r.count(func(c *routerCounts) { c.forwarded++ })
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -322,6 +351,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		ErrorLog: nil,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			r.log.Warn("cluster: forward failed", "doc", doc, "owner", node, "err", err)
+			r.count(func(c *routerCounts) { c.forwardFailed++ })
 			http.Error(w, "owner unreachable; retry", http.StatusBadGateway)
 		},
 	}
@@ -333,10 +363,11 @@ func (r *Router) enter(doc string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l, ok := r.leases[doc]
-	if ok {
-		l.conns++
+	if !ok || l.leaving {
+		return false
 	}
-	return ok
+	l.conns++
+	return true
 }
 
 func (r *Router) leave(doc string) {
@@ -424,7 +455,7 @@ func (r *Router) renewLoop() {
 func (r *Router) renew(doc string) {
 	r.mu.Lock()
 	l, ok := r.leases[doc]
-	if !ok {
+	if !ok || l.leaving {
 		r.mu.Unlock()
 		return
 	}
@@ -454,6 +485,7 @@ func (r *Router) renew(doc string) {
 	// still be ours, and give it up before it could have expired on the
 	// server (measured from when the last good renewal was sent).
 	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || time.Since(renewed) > r.o.LeaseTTL*2/3 {
+		r.count(func(c *routerCounts) { c.lost++ })
 		r.drop(doc, "lost", err)
 	}
 }
@@ -475,9 +507,14 @@ func (r *Router) drop(doc, why string, err error) {
 	}
 }
 
-// Close stops renewing and releases every lease this node holds, so other
-// nodes take its documents at once. The local handler is the caller's to
-// shut down (before Close, so that it commits what it accepted).
+// Close hands off every document this node holds, then stops. It takes no
+// more leases from the moment it is called (Owner returns ErrStopping), and
+// for each lease it holds, in parallel: serves no new connection for the
+// document, has the host commit what the document accepted and close its
+// connections (Options.HandOff), and releases the lease, so that another
+// node takes the document at once and the clients, redialling, reach it.
+// Without HandOff the leases are released without waiting. The local
+// handler is the caller's to shut down afterwards.
 func (r *Router) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -485,24 +522,106 @@ func (r *Router) Close() error {
 		return nil
 	}
 	r.closed = true
+	docs := make([]string, 0, len(r.leases))
+	for doc, l := range r.leases {
+		l.leaving = true
+		docs = append(docs, doc)
+	}
 	r.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, 16)
+	)
+	for _, doc := range docs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.handOff(doc); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	close(r.stop)
 	<-r.done
+	// Leases taken while Close began (an Owner call already past its
+	// check) are released too.
 	r.mu.Lock()
-	docs := make(map[string]uint64, len(r.leases))
+	late := make([]string, 0, len(r.leases))
 	for doc, l := range r.leases {
-		docs[doc] = l.rev
+		l.leaving = true
+		late = append(late, doc)
 	}
 	r.mu.Unlock()
-	var errs []error
-	for doc, rev := range docs {
-		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
-		err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev))
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cluster: release %q: %w", doc, err))
+	for _, doc := range late {
+		if err := r.handOff(doc); err != nil {
+			errs = append(errs, err)
 		}
-		r.drop(doc, "released", err)
 	}
 	return errors.Join(errs...)
+}
+
+// handOff commits doc here (Options.HandOff) and releases its lease.
+func (r *Router) handOff(doc string) error {
+	var errs []error
+	if r.o.HandOff != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+		if err := r.o.HandOff(ctx, doc); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: hand off %q: %w", doc, err))
+		}
+		cancel()
+	}
+	r.mu.Lock()
+	var rev uint64
+	if l, ok := r.leases[doc]; ok {
+		rev = l.rev
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+	err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev))
+	cancel()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("cluster: release %q: %w", doc, err))
+	} else {
+		r.count(func(c *routerCounts) { c.handedOff++ })
+	}
+	r.drop(doc, "handed off", err)
+	return errors.Join(errs...)
+}
+
+// routerCounts are the Router's counters (Stats), guarded by Router.mu.
+type routerCounts struct {
+	taken, handedOff, lost, forwarded, forwardFailed uint64
+}
+
+func (r *Router) count(f func(*routerCounts)) {
+	r.mu.Lock()
+	f(&r.stats)
+	r.mu.Unlock()
+}
+
+// RouterStats are a Router's counts since it started.
+type RouterStats struct {
+	// Leases is how many documents this node holds the lease of now.
+	Leases int
+	// Taken counts leases taken; HandedOff those released by Close after
+	// their document was committed; Lost those lost (not renewed in time,
+	// or taken by another node after they expired).
+	Taken, HandedOff, Lost uint64
+	// Forwarded counts requests forwarded to another node, and
+	// ForwardFailed those whose owner could not be reached.
+	Forwarded, ForwardFailed uint64
+}
+
+// Stats returns the Router's counts.
+func (r *Router) Stats() RouterStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RouterStats{Leases: len(r.leases), Taken: r.stats.taken, HandedOff: r.stats.handedOff, Lost: r.stats.lost,
+		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed}
 }

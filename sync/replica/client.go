@@ -67,6 +67,14 @@ type replica struct {
 	inflight string     // rid of the edit awaiting its reply, "" if none
 	sent     crdt.Heads // the replica's heads when that edit was made
 	seq      uint64     // local changes made by this process
+	// sentSeq is seq when the edit in flight was made. stored counts the
+	// local changes the server is known to have stored: those of a reply
+	// to this replica's own edit (sent after the commit) or held by a
+	// whole document received. Accepted heads are not enough: another
+	// holder's copy of a local change may come back as early changes
+	// that the owner never commits. Flush waits for stored to reach seq.
+	sentSeq uint64
+	stored  uint64
 	// held is the refusal of an edit refused without reset; the changes
 	// wait for a new local change or connection.
 	held error
@@ -415,7 +423,7 @@ func (c *Client) run(s *session) {
 		c.log.Info("connection lost", "url", c.url, "err", err)
 		c.emit(Event{Kind: KindReconnecting, Err: err})
 		lost = true
-		if time.Since(start) >= c.opts.MaxBackoff {
+		if time.Since(start) >= c.opts.MaxBackoff || movedAway(err) {
 			attempt = 0
 		}
 		if !c.sleep(c.backoff(attempt)) {
@@ -423,6 +431,15 @@ func (c *Client) run(s *session) {
 		}
 		attempt++
 	}
+}
+
+// movedAway reports whether the server closed the connection because the
+// document moved (a cluster node handing it off, 1012) or its commit
+// failed (1013): the document is served again at once, by its owner, so
+// the redial starts from the shortest backoff whatever came before.
+func movedAway(err error) bool {
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) && (ce.Code == websocket.CloseServiceRestart || ce.Code == websocket.CloseTryAgainLater)
 }
 
 // backoff is the jittered wait before redial attempt n (from 0):
@@ -633,12 +650,19 @@ func (c *Client) pushEdits(s *session) error {
 			continue
 		}
 		heads := rep.doc.Heads()
+		since := rep.accepted
 		if heads.Equal(rep.accepted) {
-			delete(c.toPush, id)
-			continue
+			if rep.stored >= rep.seq {
+				delete(c.toPush, id)
+				continue
+			}
+			// Local changes the server has only as someone else's early
+			// changes: send them again, so that the reply, which waits
+			// for the commit, says they are stored.
+			since = rep.durable
 		}
 		delete(c.toPush, id)
-		changes, err := rep.doc.ChangesSince(rep.accepted)
+		changes, err := rep.doc.ChangesSince(since)
 		if err != nil {
 			c.log.Error("cannot encode local changes; sending the whole history", "id", id, "err", err)
 			rep.accepted = nil
@@ -648,6 +672,9 @@ func (c *Client) pushEdits(s *session) error {
 		}
 		if len(changes) == 0 {
 			rep.accepted = heads
+			if since.Equal(rep.durable) {
+				rep.stored = rep.seq
+			}
 			continue
 		}
 		rid := c.newRID()
@@ -656,7 +683,7 @@ func (c *Client) pushEdits(s *session) error {
 			c.log.Error("cannot encode an edit", "id", id, "err", err)
 			continue
 		}
-		rep.inflight, rep.sent = rid, heads
+		rep.inflight, rep.sent, rep.sentSeq = rid, heads, rep.seq
 		frames = append(frames, b)
 	}
 	if len(frames) > 0 {
@@ -749,6 +776,9 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 			rep.doc = srv
 		}
 		rep.accepted, rep.durable = accepted, accepted
+		if rep.doc.Heads().Equal(accepted) {
+			rep.stored = rep.seq // the stored document holds them all
+		}
 	}
 	s.known[m.ID], s.synced[m.ID] = true, true
 	c.saveLogged(m.ID)
@@ -795,7 +825,7 @@ func (c *Client) applyChanges(s *session, ms ...*wire.Changes) error {
 	s.known[id], s.synced[id] = true, true
 	c.saveLogged(id)
 	c.notify()
-	if first || c.toPush[id] || !rep.doc.Heads().Equal(rep.accepted) {
+	if first || c.toPush[id] || !rep.doc.Heads().Equal(rep.accepted) || rep.stored < rep.seq {
 		c.push(id) // local changes wait to go
 	}
 	for _, m := range ms {
@@ -868,7 +898,7 @@ func (c *Client) applyReply(s *session, m *wire.Reply) {
 // otherwise, the changes are kept and wait for the next local change or
 // connection.
 func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
-	sent := rep.sent
+	sent, sentSeq := rep.sent, rep.sentSeq
 	orphan := rep.orphan == m.RID
 	rep.inflight, rep.sent, rep.orphan = "", nil, ""
 	defer func() {
@@ -887,6 +917,7 @@ func (c *Client) editReply(id string, rep *replica, m *wire.Reply) {
 			rep.accepted = sent
 		}
 		rep.durable = rep.accepted
+		rep.stored = max(rep.stored, sentSeq)
 		return
 	}
 	ref := &question.Refusal{Reason: m.Reason, Message: m.Message, Reset: m.Reset}
@@ -967,6 +998,7 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 		}
 	}
 	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
+	rep.stored = rep.seq // the local changes are dropped
 	if fromServer {
 		rep.durable = rep.accepted
 	}

@@ -129,7 +129,12 @@ func (c *Client) Records() []question.Record {
 
 // Flush waits, bounded by ctx, until the listed decisions (every decision
 // the server knows, when none is listed) are caught up on a live
-// connection and every local change of theirs is accepted.
+// connection and every local change of theirs is accepted and stored:
+// acknowledged by the reply to an edit of this replica's (which the
+// server sends after its commit) or held by a whole document the server
+// sent. Changes the replica hears back only as another member's early
+// changes do not count, since the server that sent them may not have
+// committed them (it sends the same changes again, to learn that).
 //
 // If a refused edit reset one of them since its latest local change
 // before the call, or during the call, Flush returns that refusal (a
@@ -193,10 +198,11 @@ func (c *Client) flushed(ids []string, start map[string]uint64) (bool, error) {
 		if rep == nil || !s.synced[id] || rep.inflight != "" {
 			return false, nil
 		}
-		if !rep.doc.Heads().Equal(rep.accepted) {
+		if !rep.doc.Heads().Equal(rep.accepted) || rep.stored < rep.seq {
 			if rep.held != nil {
 				return false, rep.held
 			}
+			c.push(id) // accepted but not known stored: confirmed by an edit
 			return false, nil
 		}
 	}

@@ -48,6 +48,11 @@ type fakeServer struct {
 	// withholdJoin sends the welcome of a join but not the decisions'
 	// documents that follow it.
 	withholdJoin bool
+	// echoEdits decides each edit and sends its changes to every
+	// connection, the editor's too, but no reply: as an owner does whose
+	// early changes reach the editor through another holder's copy, and
+	// which never commits them.
+	echoEdits bool
 
 	// gate, when set, holds each edit until a value is received from it
 	// (outside mu, so the rest of the server runs on).
@@ -499,6 +504,12 @@ func (s *fakeServer) handle(fc *fakeConn, m wire.Message) {
 		res, err := s.auth.Edit(ctx, fc.member, m.ID, m.Changes)
 		if err != nil {
 			fc.send(s.refusal(m.Header, m.ID, err))
+			return
+		}
+		if s.echoEdits {
+			if len(res.Changes) > 0 {
+				s.broadcast(nil, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: wireHeads(res.Heads), By: "someone"})
+			}
 			return
 		}
 		fc.send(&wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: wireHeads(res.Heads)})

@@ -51,6 +51,7 @@ func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.He
 	if rep.inflight != "" {
 		rep.orphan = rep.inflight
 	}
+	rep.stored = rep.seq // what carries over is made anew below
 	n, err := carry(old, base, srv)
 	if err != nil {
 		c.log.Error("cannot carry local edits over to the rebased document; they are dropped", "id", id, "err", err)

@@ -899,3 +899,48 @@ func TestDialWaitsForDocumentsWithinContext(t *testing.T) {
 		t.Fatalf("records %+v", bg.Records())
 	}
 }
+
+// TestFlushWaitsForTheStore: a local change the server echoes back only as
+// early changes (accepted heads, no reply to the replica's own edit) is
+// not flushed, across a reconnect after which nothing is left to send:
+// Flush sends the change again and returns once the reply, which the
+// server sends after its commit, says it is stored.
+func TestFlushWaitsForTheStore(t *testing.T) {
+	s := newFakeServer(t)
+	id := s.create("k")
+	ana := connect(t, s, "ana", replica.Options{})
+	ready(t, ana, id)
+	s.mu.Lock()
+	s.echoEdits = true
+	s.mu.Unlock()
+	if err := ana.SetText(id, "note", "cheaper"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the change to come back as accepted", func() bool {
+		_, unsent, err := ana.Accepted(id)
+		return err == nil && !unsent
+	})
+	// The edit's reply never comes: the connection drops, and the
+	// reconnect finds the server holding the change already.
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	s.drop("ana")
+	eventually(t, "a second connection", func() bool { return len(s.hellosOf("ana")) == 2 && ana.Connected() })
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := ana.Flush(short, id); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush before the server confirmed the change: %v, want the deadline", err)
+	}
+	s.mu.Lock()
+	s.echoEdits = false
+	s.mu.Unlock()
+	gate <- struct{}{} // the confirming edit is decided and answered
+	if err := ana.Flush(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.draft(id).Questions["note"].Text; got != "cheaper" {
+		t.Fatalf("the server holds %q", got)
+	}
+}

@@ -1,5 +1,23 @@
 package server
 
+import (
+	"context"
+
+	"github.com/gorilla/websocket"
+)
+
+// Close codes of a document's connections closed by the server so that
+// their clients reconnect (and, in a cluster, reach the document's owner).
+const (
+	// CloseMoved (1012, service restart) closes the connections of a
+	// document handed to another node or unloaded by its host.
+	CloseMoved = websocket.CloseServiceRestart
+	// CloseCommitFailed (1013, try again later) closes the connections of
+	// a document whose commit failed: the state they saw may not be the
+	// store's, and in a cluster the document may have another owner.
+	CloseCommitFailed = websocket.CloseTryAgainLater
+)
+
 // CloseDocument closes every connection of doc and unloads the document:
 // its goroutine commits what it already accepted and stops, and the next
 // connection or Do loads it again from the store. Clients redial. A host
@@ -11,6 +29,56 @@ package server
 // and a Do waiting for the document returns an error. Closing a document
 // that is not loaded closes its connections, if any, and nothing else.
 func (s *Server) CloseDocument(doc string) {
+	s.closeDocument(doc, CloseMoved, "reconnect: the document moved")
+}
+
+// HandOff is CloseDocument that waits, bounded by ctx, until the document
+// has committed what it accepted and stopped: a cluster node hands a
+// document to another node (releasing its lease) only once nothing it
+// accepted is left to commit here.
+//
+// Unlike CloseDocument it stops the document before closing its
+// connections: the replies of what it accepted go out first (forget
+// closes the connections after them), so that a handoff acknowledges
+// what it committed rather than leaving its outcome unknown.
+func (s *Server) HandOff(ctx context.Context, doc string) error {
+	s.mu.Lock()
+	d := s.docs[doc]
+	s.mu.Unlock()
+	if d != nil {
+		d.stop()
+		select {
+		case <-d.ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// Connections still upgrading, or that attached to nothing.
+	s.closeDocument(doc, CloseMoved, "reconnect: the document moved")
+	// Returned only once every connection has written its last replies
+	// and its close frame: the host may close the sockets next (a
+	// cluster's Router does, as it releases the lease), and a client
+	// that read the close redials at once, where one cut off waits out
+	// its backoff and never hears its replies.
+	s.mu.Lock()
+	var writing []*conn
+	for c := range s.conns {
+		if c.docID == doc && c.doc != nil { // its write pump runs
+			writing = append(writing, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range writing {
+		select {
+		case <-c.writeDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (s *Server) closeDocument(doc string, code int, reason string) *document {
 	s.mu.Lock()
 	d := s.docs[doc]
 	var conns []*conn
@@ -21,7 +89,7 @@ func (s *Server) CloseDocument(doc string) {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.close()
+		c.closeWith(code, reason)
 	}
 	if d != nil {
 		// The goroutine drains and commits what it holds, then returns;
@@ -30,6 +98,7 @@ func (s *Server) CloseDocument(doc string) {
 		// that is stopping.
 		d.stop()
 	}
+	return d
 }
 
 // forget removes d from the open documents once its goroutine has ended,
@@ -49,6 +118,7 @@ func (s *Server) forget(d *document) {
 	}
 	s.mu.Unlock()
 	for _, c := range late {
-		c.close()
+		c.closeWith(CloseMoved, "reconnect: the document moved")
 	}
+	close(d.ended)
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
@@ -54,5 +56,108 @@ func TestCloseDocument(t *testing.T) {
 	draft, err := d.Draft()
 	if err != nil || len(draft.Questions[q].Choices) != 1 || draft.Questions[q].Choices[0] != "sms" {
 		t.Fatalf("after reloading: %+v %v", draft.Questions, err)
+	}
+}
+
+// closedWith waits for p's connection to end and returns its close code.
+func closedWith(t *testing.T, p *peer) int {
+	t.Helper()
+	if !closedSoon(p) {
+		t.Fatal("the connection stayed open")
+	}
+	return p.closeCode
+}
+
+// TestFailedCommitClosesTheDocument: a failed commit refuses its group
+// and then closes every connection of the document with 1013, the editor's
+// and a reader's too (not only those sent early changes), and unloads
+// it: in a cluster the failure may be a fenced commit, and clients must
+// redial to reach the document's owner. The next connection loads what
+// the store holds.
+func TestFailedCommitClosesTheDocument(t *testing.T) {
+	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
+	ts := startWith(t, setup{tune: func(o *server.Options) {
+		g.Store = o.Store
+		o.Store = g
+	}})
+	ana := dial(t, ts, "ana", wire.Binary)
+	x := ana.create("x").ID
+	if r := ana.edit(x, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) }); !r.OK {
+		t.Fatalf("edit: %+v", r)
+	}
+	ben := dial(t, ts, "ben", wire.Text)
+	ben.expect(wire.KindDoc)
+
+	g.set(false, 1)
+	ana.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
+	if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e2" || r.OK || r.Reason != question.Unavailable || !r.Reset {
+		t.Fatalf("ana's reply to the failed commit: %+v", r)
+	}
+	for _, p := range []*peer{ana, ben} {
+		if code := closedWith(t, p); code != server.CloseCommitFailed {
+			t.Fatalf("closed with %d after a failed commit, want %d", code, server.CloseCommitFailed)
+		}
+	}
+	waitFor(t, "the document to be unloaded", 5*time.Second, func() bool { return ts.srv.Stats().Documents == 0 })
+	cy := dial(t, ts, "cy", wire.Binary)
+	cy.expect(wire.KindDoc)
+	st, err := cy.docs[x].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Drafts[st.Generation].Questions["q1"].Marks; len(got) != 1 || got["email/cheap"] != marks.Yes {
+		t.Fatalf("the reloaded document holds marks %v, want only the committed one", got)
+	}
+}
+
+// TestHandOffCommitsFirst: HandOff closes the document's connections with
+// 1012 and returns only once what the document accepted is committed;
+// the edit decided before it is acknowledged, and stored.
+func TestHandOffCommitsFirst(t *testing.T) {
+	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
+	ts := startWith(t, setup{tune: func(o *server.Options) {
+		g.Store = o.Store
+		o.Store = g
+	}})
+	ana := dial(t, ts, "ana", wire.Binary)
+	x := ana.create("x").ID
+	g.set(true, 0)
+	ana.sendEdit(x, "e1", func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) })
+	<-g.entered
+	handed := make(chan error, 1)
+	go func() { handed <- ts.srv.HandOff(context.Background(), "plan-1") }()
+	select {
+	case err := <-handed:
+		t.Fatalf("HandOff returned (%v) while a commit was held", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.set(false, 0)
+	g.pass <- struct{}{}
+	select {
+	case err := <-handed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("HandOff did not return after the commit")
+	}
+	if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e1" || !r.OK {
+		t.Fatalf("the edit decided before the handoff: %+v", r)
+	}
+	if code := closedWith(t, ana); code != server.CloseMoved {
+		t.Fatalf("closed with %d, want %d", code, server.CloseMoved)
+	}
+	ben := dial(t, ts, "ben", wire.Binary)
+	ben.expect(wire.KindDoc)
+	st, err := ben.docs[x].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Drafts[st.Generation].Questions["q1"].Marks; got["email/cheap"] != marks.Yes {
+		t.Fatalf("after the handoff the store holds marks %v", got)
+	}
+	// A document not loaded hands off at once.
+	if err := ts.srv.HandOff(context.Background(), "nothing"); err != nil {
+		t.Fatal(err)
 	}
 }

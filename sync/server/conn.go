@@ -60,8 +60,10 @@ type conn struct {
 	// done closes.
 	closeCode   int
 	closeReason string
-	// readDone closes when the read pump has returned.
-	readDone chan struct{}
+	// readDone closes when the read pump has returned, writeDone when
+	// the write pump has (its last frames and the close frame written).
+	readDone  chan struct{}
+	writeDone chan struct{}
 }
 
 type frame struct {
@@ -250,6 +252,7 @@ func (c *conn) writePump() {
 	defer func() {
 		ping.Stop()
 		c.ws.Close()
+		close(c.writeDone)
 	}()
 	pingNow := func() bool {
 		c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteWait))

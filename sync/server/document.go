@@ -35,6 +35,9 @@ type document struct {
 	inbox chan op
 	quit  chan struct{}
 	qonce sync.Once
+	// ended closes once the goroutine has returned and the document is
+	// forgotten (Server.forget).
+	ended chan struct{}
 	// wake asks the goroutine to queue more join frames: a joining conn's
 	// write pump drained what was queued (conn.pop).
 	wake chan struct{}
@@ -91,7 +94,7 @@ type op struct {
 }
 
 func newDocument(s *Server, id string) *document {
-	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
+	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), ended: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
 		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
 }
 

@@ -93,6 +93,10 @@ func (d *document) finishCommit(ctx context.Context, err error) {
 		d.pending = nil
 		d.pipe.take()
 		d.failStages(ctx, failed)
+		// Every connection redials and loads what the store holds: the
+		// failure may mean another node committed to the document (a
+		// fenced commit in a cluster), whose owner they then reach.
+		d.s.closeDocument(d.id, CloseCommitFailed, "reconnect: the document could not be saved")
 		return
 	}
 	d.s.stats.commits.Add(1)
@@ -167,7 +171,7 @@ func (d *document) failStages(ctx context.Context, stages []*stage) {
 	// before it says goodbye.
 	for _, st := range stages {
 		for c := range st.early {
-			c.close()
+			c.closeWith(CloseCommitFailed, "reconnect: the document could not be saved")
 		}
 	}
 }

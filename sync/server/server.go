@@ -122,7 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := r.Clone(context.Background())
 	req.Body = http.NoBody
 	c := &conn{s: s, member: member, req: req, docID: docID, limit: newLimiter(&s.opts),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), readDone: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}), readDone: make(chan struct{}), writeDone: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
 	s.mu.Unlock()
@@ -224,6 +224,14 @@ func (s *Server) readPump(c *conn) {
 			joined = true
 		}
 		if !c.doc.submit(op{c: c, msg: msg}) {
+			// The document is stopping (handed off, or unloaded after a
+			// failed commit): the replies to what it accepted go out
+			// before the conn is closed (forget), not dropped by a close
+			// from here. This frame was not applied.
+			select {
+			case <-c.doc.ended:
+			case <-c.done:
+			}
 			return
 		}
 	}

@@ -82,6 +82,9 @@ type peer struct {
 	frames chan wire.Message
 	docs   map[string]*crdt.Doc
 	rid    int
+	// closeCode is the close frame's code, once frames is closed (0 if
+	// the connection ended without one).
+	closeCode int
 }
 
 func dial(t *testing.T, ts *testServer, member string, format wire.Format) *peer {
@@ -96,6 +99,10 @@ func dial(t *testing.T, ts *testServer, member string, format wire.Format) *peer
 		for {
 			_, data, err := ws.ReadMessage()
 			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					p.closeCode = ce.Code
+				}
 				return
 			}
 			m, err := wire.DecodeServerFrame(data, format)

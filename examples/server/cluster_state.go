@@ -1,0 +1,166 @@
+package main
+
+// In a cluster the demo's host state (the plan documents, Chat and the
+// demo Planner's runs) lives in a replicated JetStream KV bucket rather
+// than in one node's memory or plan.db: the node holding a document's
+// lease writes every change there before it is reported done, and a node
+// that takes the lease over reads it back first (Options.Acquired), so
+// that it continues from the plan, Chat and card anchors its predecessor
+// left, whether that one handed off or crashed.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/accord-crdt/accord/question/delivery/memhost"
+)
+
+// hostBucket is the KV bucket of the demo's host state.
+const hostBucket = "ACCORD_HOST"
+
+// hostWait bounds one read or write of the host state.
+const hostWait = 5 * time.Second
+
+// hostState is the host state of a cluster's documents in JetStream.
+type hostState struct{ kv natsjs.KeyValue }
+
+func openHostState(ctx context.Context, nc *nats.Conn, replicas int) (*hostState, error) {
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+		Bucket:      hostBucket,
+		Description: "Accord example: each document's plan, Chat and Planner runs",
+		History:     1,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: host state bucket %s: %w", hostBucket, err)
+	}
+	return &hostState{kv: kv}, nil
+}
+
+func hostKey(kind, doc string) string {
+	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(doc))
+}
+
+// plannerState is the demo Planner's memory of one document.
+type plannerState struct {
+	Runs    int             `json:"runs"`
+	Started map[string]bool `json:"started"`
+}
+
+func (h *hostState) put(kind, doc string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+	defer cancel()
+	_, err = h.kv.Put(ctx, hostKey(kind, doc), raw)
+	return err
+}
+
+// get reads kind's value of doc into v; false if none is stored.
+func (h *hostState) get(ctx context.Context, kind, doc string, v any) (bool, error) {
+	e, err := h.kv.Get(ctx, hostKey(kind, doc))
+	if errors.Is(err, natsjs.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(e.Value(), v)
+}
+
+// keepInCluster makes the plans, Chat and Planner runs durable in the
+// cluster's bucket: every change of a document this node owns is stored
+// before it is reported done. A node that does not own the document (its
+// start, before it takes a lease) stores nothing.
+func (a *app) keepInCluster(h *hostState, owns func(doc string) bool) {
+	a.hostState = h
+	a.owns = owns
+	a.host.Docs.Persist(func(doc string, st memhost.DocState) error {
+		if owns(doc) {
+			if err := h.put("plan", doc, st); err != nil {
+				return err
+			}
+		}
+		a.feed.notify(doc)
+		return nil
+	})
+	a.host.Chat.Persist(func(doc string, st memhost.ChatState) error {
+		if owns(doc) {
+			if err := h.put("chat", doc, st); err != nil {
+				return err
+			}
+		}
+		a.feed.notify(doc)
+		return nil
+	})
+}
+
+// takeOver loads doc's stored host state, as this node takes its lease:
+// the plan replaces what this node holds of it (the sample plan, or what
+// it held when it last owned the document), Chat merges, the Planner's
+// runs replace its own. A document with no stored plan yet gets this
+// node's, so that the next owner finds it.
+func (a *app) takeOver(ctx context.Context, doc string) error {
+	h := a.hostState
+	if h == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, hostWait)
+	defer cancel()
+	var plan memhost.DocState
+	found, err := h.get(ctx, "plan", doc, &plan)
+	if err != nil {
+		return err
+	}
+	if found {
+		a.host.Docs.Restore(doc, plan)
+	} else if err := h.put("plan", doc, a.host.Docs.State(doc)); err != nil {
+		return err
+	}
+	var chat memhost.ChatState
+	if found, err = h.get(ctx, "chat", doc, &chat); err != nil {
+		return err
+	} else if found {
+		a.host.Chat.Restore(doc, chat)
+	}
+	var runs plannerState
+	if found, err = h.get(ctx, "planner", doc, &runs); err != nil {
+		return err
+	} else if found {
+		a.planner.restore(doc, runs)
+	}
+	a.feed.notify(doc)
+	return nil
+}
+
+// restore replaces the Planner's memory of doc with a stored one.
+func (p *demoPlanner) restore(doc string, st plannerState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.runs[doc] = st.Runs
+	maps.Copy(p.started, st.Started)
+}
+
+// savePlanner stores the Planner's memory of doc, in a cluster whose
+// document this node owns. The caller holds p.mu.
+func (p *demoPlanner) savePlanner(doc string) error {
+	a := p.app
+	if a.hostState == nil || !a.owns(doc) {
+		return nil
+	}
+	return a.hostState.put("planner", doc, plannerState{Runs: p.runs[doc], Started: maps.Clone(p.started)})
+}
