@@ -201,18 +201,24 @@ func newDocument() *persist.StoredDocument {
 // that lags or catches up from a snapshot can show a Write in part; so
 // every message is asked from the leader instead (Get with next_by_subj),
 // a round trip each.
+//
+// Each request has its own Options.Timeout, not the load as a whole: a
+// document's load takes a round trip per message on a replicated stream,
+// and a large one must not fail for being large (ctx bounds the whole).
 func (s *Store) loadOnce(ctx context.Context, doc string) (*persist.StoredDocument, uint64, error) {
-	octx, cancel := s.opContext(ctx)
-	defer cancel()
 	d := newDocument()
-	want, err := s.lastHead(octx, doc)
+	hctx, cancel := s.opContext(ctx)
+	want, err := s.lastHead(hctx, doc)
+	cancel()
 	if err != nil || want == 0 {
 		return d, 0, err
 	}
 	if s.o.Replicas == 1 {
+		octx, cancel := s.opContext(ctx)
+		defer cancel()
 		return s.loadConsumer(octx, doc, d, want)
 	}
-	return s.loadLeader(octx, doc, d, want)
+	return s.loadLeader(ctx, doc, d, want)
 }
 
 // loadLeader folds doc's messages into d, asking the leader for each.
@@ -220,7 +226,9 @@ func (s *Store) loadLeader(ctx context.Context, doc string, d *persist.StoredDoc
 	filter := s.l.docFilter(doc)
 	var head uint64
 	for seq := uint64(1); ; {
-		m, err := s.stream.GetMsg(ctx, seq, natsjs.WithGetMsgSubject(filter))
+		gctx, cancel := s.opContext(ctx)
+		m, err := s.stream.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(filter))
+		cancel()
 		if errors.Is(err, natsjs.ErrMsgNotFound) {
 			if head >= want && head == seq-1 {
 				return d, head, nil
