@@ -566,27 +566,17 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		// acknowledged and held by every client.
 		probed := make(chan error, 1)
 		go func() {
-			tok := fmt.Sprintf("<probe.%d>", cycle)
-			for {
-				d, _, err := probe.Draft(textID)
-				if err == nil {
-					err = probe.SpliceText(textID, "q1", utf8.RuneCountInString(d.Questions["q1"].Text), 0, tok)
-				}
-				if err == nil {
-					fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
-					err = probe.Flush(fctx, textID)
-					fcancel()
-				}
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					probed <- err
-					return
-				}
+			tok, err := typeUntilStored(ctx, probe, textID, fmt.Sprintf("probe.%d", cycle), 5*time.Second, func(typed string) {
+				h.mu.Lock()
+				h.sent[typed] = true
+				h.mu.Unlock()
+			})
+			if err != nil {
+				probed <- err
+				return
 			}
 			h.mu.Lock()
-			h.acked[tok], h.sent[tok] = true, true
+			h.acked[tok] = true
 			h.mu.Unlock()
 			for _, cl := range clients {
 				for {
@@ -754,6 +744,51 @@ func createRetrying(ctx context.Context, cl *replica.Client, c wire.Card) ([]que
 			return recs, err
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// typeUntilStored types a token at the end of the written answer q1 of
+// decision id and waits, bounded by ctx, until the server has stored it;
+// it returns the token stored. A Flush that fails (its time up, or the
+// node gone) leaves the token in the replica, which sends it again on
+// the next connection: it is flushed again, never typed again. Only when
+// a refusal reset the replica, dropping the token there, is a new one
+// typed, under a new name (name.1, name.2, ...): the dropped change can
+// still come back through a member that received it early (a failed
+// commit's early fan-out), so the same token typed again could land in
+// the answer twice. typed hears every token typed.
+func typeUntilStored(ctx context.Context, cl *replica.Client, id, name string, flushFor time.Duration, typed func(tok string)) (string, error) {
+	for attempt := 0; ; attempt++ {
+		tok := fmt.Sprintf("<%s.%d>", name, attempt)
+		for {
+			d, _, err := cl.Draft(id)
+			if err == nil {
+				err = cl.SpliceText(id, "q1", utf8.RuneCountInString(d.Questions["q1"].Text), 0, tok)
+			}
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return "", err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		typed(tok)
+		for {
+			fctx, cancel := context.WithTimeout(ctx, flushFor)
+			err := cl.Flush(fctx, id)
+			cancel()
+			if err == nil {
+				return tok, nil
+			}
+			if ctx.Err() != nil {
+				return "", err
+			}
+			if r := (*question.Refusal)(nil); errors.As(err, &r) && r.Reset {
+				break // dropped here, though perhaps not everywhere
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
