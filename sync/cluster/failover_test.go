@@ -33,9 +33,14 @@ import (
 // fleet is the node processes of a test, one per slot: a killed node's
 // slot gets a fresh node. Clients have a home slot and dial it first.
 type fleet struct {
-	t     testing.TB
-	nats  string
-	ttl   time.Duration
+	t    testing.TB
+	nats string
+	// natsFor, if set, gives a node the NATS URLs it dials (proxies).
+	natsFor func(node string) string
+	// dialTimeout, if set, bounds the dial of each node in turn: a node
+	// cut off from NATS may answer late.
+	dialTimeout time.Duration
+	ttl         time.Duration
 	leas  natsjs.KeyValue
 	mu    sync.Mutex
 	slots []*child
@@ -43,7 +48,13 @@ type fleet struct {
 }
 
 func newFleet(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration) *fleet {
-	f := &fleet{t: t, nats: c.URLs(), ttl: ttl}
+	return newFleetVia(t, c, nodes, ttl, nil)
+}
+
+// newFleetVia is newFleet whose nodes dial NATS at natsFor(node) when
+// natsFor is set.
+func newFleetVia(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration, natsFor func(node string) string) *fleet {
+	f := &fleet{t: t, nats: c.URLs(), ttl: ttl, natsFor: natsFor}
 	for range nodes {
 		f.slots = append(f.slots, f.spawn())
 	}
@@ -70,7 +81,11 @@ func (f *fleet) spawn() *child {
 	name := fmt.Sprintf("n%d", f.next)
 	f.next++
 	f.mu.Unlock()
-	return spawn(f.t, name, f.nats, f.ttl)
+	urls := f.nats
+	if f.natsFor != nil {
+		urls = f.natsFor(name)
+	}
+	return spawn(f.t, name, urls, f.ttl)
 }
 
 // bases lists the nodes' ws:// bases, home's first.
@@ -93,7 +108,12 @@ func (f *fleet) dialer(home int) replica.Dialer {
 		_, query, _ := strings.Cut(u, "?")
 		err := errors.New("no node")
 		for _, base := range f.bases(home) {
-			ws, _, derr := websocket.DefaultDialer.DialContext(ctx, base+"/?"+query, header)
+			dctx, cancel := ctx, context.CancelFunc(func() {})
+			if f.dialTimeout > 0 {
+				dctx, cancel = context.WithTimeout(ctx, f.dialTimeout)
+			}
+			ws, _, derr := websocket.DefaultDialer.DialContext(dctx, base+"/?"+query, header)
+			cancel()
 			if derr == nil {
 				ws.SetReadLimit(wire.MaxFrameBytes)
 				return ws, nil
@@ -733,13 +753,13 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 // the settled generation. A save refused whole (unavailable: a commit
 // failed while a lease changed hands on a loaded machine) is sent again;
 // one whose reply was lost is looked up in the record.
-// createRetrying creates a card, sending the request again while the
+// createRetrying creates cards, sending the request again while the
 // connection is lost before the reply (a node that forwarded it stopped,
 // or the lease changed hands): the card's key makes a repeat return the
 // same decision, never a second one.
-func createRetrying(ctx context.Context, cl *replica.Client, c wire.Card) ([]question.Record, error) {
+func createRetrying(ctx context.Context, cl *replica.Client, cards ...wire.Card) ([]question.Record, error) {
 	for attempt := 0; ; attempt++ {
-		recs, err := cl.Create(ctx, c)
+		recs, err := cl.Create(ctx, cards...)
 		if !errors.Is(err, replica.ErrDisconnected) || attempt == 10 {
 			return recs, err
 		}
