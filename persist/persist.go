@@ -18,6 +18,11 @@ var ErrEmptyKey = errors.New("persist: empty key")
 // tell damaged storage (restore from a backup) from a failing one (retry).
 var ErrCorrupt = errors.New("persist: corrupt storage")
 
+// ErrOutcomeUnknown is wrapped by a Commit error after which the Write may
+// have been applied or not (its acknowledgement never came): the caller
+// must not report it as refused, and learns the outcome by loading.
+var ErrOutcomeUnknown = errors.New("persist: commit outcome unknown")
+
 // CorruptError is returned when stored bytes cannot be read back. It names
 // where they live, so an operator can find them.
 //

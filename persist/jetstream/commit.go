@@ -90,7 +90,7 @@ func (s *Store) commit(ctx context.Context, doc string, w *persist.Write, expect
 			return 0, fmt.Errorf("jetstream: commit to %q at head %d: %w", doc, *expect, ErrConflict)
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 			s.log.Error("jetstream: commit outcome unknown", "doc", doc, "err", err)
-			return 0, fmt.Errorf("jetstream: commit to %q: no ack within %v, outcome unknown: %w", doc, s.o.Timeout, err)
+			return 0, fmt.Errorf("jetstream: commit to %q: no ack within %v: %w: %w", doc, s.o.Timeout, persist.ErrOutcomeUnknown, err)
 		default:
 			s.log.Warn("jetstream: commit failed", "doc", doc, "err", err)
 			return 0, fmt.Errorf("jetstream: commit to %q: %w", doc, err)
@@ -215,9 +215,45 @@ func (s *Store) publishOnce(ctx context.Context, msgs []outMsg, expect *uint64) 
 		// the server refuses as an incomplete batch: the whole batch is
 		// retried instead (by the caller's next Commit).
 		opts = append(opts, natsjs.WithRetryAttempts(0))
-		return s.js.PublishMsg(ctx, nm, opts...)
+		return s.awaitAck(ctx, func(ctx context.Context) (*natsjs.PubAck, error) { return s.js.PublishMsg(ctx, nm, opts...) })
 	}
 	panic("unreachable: a batch ends with its head")
+}
+
+// errAckLost is the cause of a wait for an ack cut short because the
+// connection was lost and made again meanwhile.
+var errAckLost = errors.New("the connection to NATS was lost while the ack was awaited")
+
+// awaitAck runs publish, but gives up as soon as the connection is lost
+// and made again: an ack the server sent meanwhile went to the old
+// connection and will never come, so waiting out the timeout would only
+// hold the document up. The outcome is then unknown, as after a timeout.
+func (s *Store) awaitAck(ctx context.Context, publish func(context.Context) (*natsjs.PubAck, error)) (*natsjs.PubAck, error) {
+	before := s.nc.Stats().Reconnects
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(25 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if s.nc.Stats().Reconnects != before {
+					cancel(errAckLost)
+					return
+				}
+			}
+		}
+	}()
+	ack, err := publish(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errAckLost) {
+		return nil, fmt.Errorf("%w: %w", errAckLost, nats.ErrTimeout)
+	}
+	return ack, err
 }
 
 // purgeDeadChunks drops decision's chunks below its snapshot at seq. Loads

@@ -73,7 +73,9 @@ func runChild(name string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", name)
-	nc, err := nats.Connect(os.Getenv(childNATS), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	// Only the servers given: in the fault tests they are proxies, which
+	// the servers' own addresses would bypass.
+	nc, err := nats.Connect(os.Getenv(childNATS), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.IgnoreDiscoveredServers())
 	if err != nil {
 		return err
 	}
@@ -95,6 +97,8 @@ func runChild(name string) error {
 		return err
 	}
 	store := cluster.NewFencedStore(js)
+	// Every commit, for the fencing check of the fault tests.
+	store.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", name))
 	host := memhost.New()
 	var (
 		mu     sync.Mutex

@@ -33,9 +33,14 @@ import (
 // fleet is the node processes of a test, one per slot: a killed node's
 // slot gets a fresh node. Clients have a home slot and dial it first.
 type fleet struct {
-	t     testing.TB
-	nats  string
-	ttl   time.Duration
+	t    testing.TB
+	nats string
+	// natsFor, if set, gives a node the NATS URLs it dials (proxies).
+	natsFor func(node string) string
+	// dialTimeout, if set, bounds the dial of each node in turn: a node
+	// cut off from NATS may answer late.
+	dialTimeout time.Duration
+	ttl         time.Duration
 	leas  natsjs.KeyValue
 	mu    sync.Mutex
 	slots []*child
@@ -43,7 +48,13 @@ type fleet struct {
 }
 
 func newFleet(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration) *fleet {
-	f := &fleet{t: t, nats: c.URLs(), ttl: ttl}
+	return newFleetVia(t, c, nodes, ttl, nil)
+}
+
+// newFleetVia is newFleet whose nodes dial NATS at natsFor(node) when
+// natsFor is set.
+func newFleetVia(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration, natsFor func(node string) string) *fleet {
+	f := &fleet{t: t, nats: c.URLs(), ttl: ttl, natsFor: natsFor}
 	for range nodes {
 		f.slots = append(f.slots, f.spawn())
 	}
@@ -70,7 +81,11 @@ func (f *fleet) spawn() *child {
 	name := fmt.Sprintf("n%d", f.next)
 	f.next++
 	f.mu.Unlock()
-	return spawn(f.t, name, f.nats, f.ttl)
+	urls := f.nats
+	if f.natsFor != nil {
+		urls = f.natsFor(name)
+	}
+	return spawn(f.t, name, urls, f.ttl)
 }
 
 // bases lists the nodes' ws:// bases, home's first.
@@ -93,7 +108,12 @@ func (f *fleet) dialer(home int) replica.Dialer {
 		_, query, _ := strings.Cut(u, "?")
 		err := errors.New("no node")
 		for _, base := range f.bases(home) {
-			ws, _, derr := websocket.DefaultDialer.DialContext(ctx, base+"/?"+query, header)
+			dctx, cancel := ctx, context.CancelFunc(func() {})
+			if f.dialTimeout > 0 {
+				dctx, cancel = context.WithTimeout(ctx, f.dialTimeout)
+			}
+			ws, _, derr := websocket.DefaultDialer.DialContext(dctx, base+"/?"+query, header)
+			cancel()
 			if derr == nil {
 				ws.SetReadLimit(wire.MaxFrameBytes)
 				return ws, nil
@@ -566,27 +586,17 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		// acknowledged and held by every client.
 		probed := make(chan error, 1)
 		go func() {
-			tok := fmt.Sprintf("<probe.%d>", cycle)
-			for {
-				d, _, err := probe.Draft(textID)
-				if err == nil {
-					err = probe.SpliceText(textID, "q1", utf8.RuneCountInString(d.Questions["q1"].Text), 0, tok)
-				}
-				if err == nil {
-					fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
-					err = probe.Flush(fctx, textID)
-					fcancel()
-				}
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					probed <- err
-					return
-				}
+			tok, err := typeUntilStored(ctx, probe, textID, fmt.Sprintf("probe.%d", cycle), 5*time.Second, func(typed string) {
+				h.mu.Lock()
+				h.sent[typed] = true
+				h.mu.Unlock()
+			})
+			if err != nil {
+				probed <- err
+				return
 			}
 			h.mu.Lock()
-			h.acked[tok], h.sent[tok] = true, true
+			h.acked[tok] = true
 			h.mu.Unlock()
 			for _, cl := range clients {
 				for {
@@ -743,17 +753,62 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 // the settled generation. A save refused whole (unavailable: a commit
 // failed while a lease changed hands on a loaded machine) is sent again;
 // one whose reply was lost is looked up in the record.
-// createRetrying creates a card, sending the request again while the
+// createRetrying creates cards, sending the request again while the
 // connection is lost before the reply (a node that forwarded it stopped,
 // or the lease changed hands): the card's key makes a repeat return the
 // same decision, never a second one.
-func createRetrying(ctx context.Context, cl *replica.Client, c wire.Card) ([]question.Record, error) {
+func createRetrying(ctx context.Context, cl *replica.Client, cards ...wire.Card) ([]question.Record, error) {
 	for attempt := 0; ; attempt++ {
-		recs, err := cl.Create(ctx, c)
+		recs, err := cl.Create(ctx, cards...)
 		if !errors.Is(err, replica.ErrDisconnected) || attempt == 10 {
 			return recs, err
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// typeUntilStored types a token at the end of the written answer q1 of
+// decision id and waits, bounded by ctx, until the server has stored it;
+// it returns the token stored. A Flush that fails (its time up, or the
+// node gone) leaves the token in the replica, which sends it again on
+// the next connection: it is flushed again, never typed again. Only when
+// a refusal reset the replica, dropping the token there, is a new one
+// typed, under a new name (name.1, name.2, ...): the dropped change can
+// still come back through a member that received it early (a failed
+// commit's early fan-out), so the same token typed again could land in
+// the answer twice. typed hears every token typed.
+func typeUntilStored(ctx context.Context, cl *replica.Client, id, name string, flushFor time.Duration, typed func(tok string)) (string, error) {
+	for attempt := 0; ; attempt++ {
+		tok := fmt.Sprintf("<%s.%d>", name, attempt)
+		for {
+			d, _, err := cl.Draft(id)
+			if err == nil {
+				err = cl.SpliceText(id, "q1", utf8.RuneCountInString(d.Questions["q1"].Text), 0, tok)
+			}
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return "", err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		typed(tok)
+		for {
+			fctx, cancel := context.WithTimeout(ctx, flushFor)
+			err := cl.Flush(fctx, id)
+			cancel()
+			if err == nil {
+				return tok, nil
+			}
+			if ctx.Err() != nil {
+				return "", err
+			}
+			if r := (*question.Refusal)(nil); errors.As(err, &r) && r.Reset {
+				break // dropped here, though perhaps not everywhere
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -32,14 +33,21 @@ type FencedStore struct {
 	heads map[string]uint64 // per loaded document: the head its state is at
 
 	fenced atomic.Uint64
+	log    *slog.Logger
 }
 
 var _ persist.Store = (*FencedStore)(nil)
 
 // NewFencedStore fences s. The FencedStore closes s when it is closed.
 func NewFencedStore(s *jetstream.Store) *FencedStore {
-	return &FencedStore{s: s, heads: make(map[string]uint64)}
+	return &FencedStore{s: s, heads: make(map[string]uint64), log: slog.New(slog.DiscardHandler)}
 }
+
+// SetLogger has f log each commit at Debug (the document, the head the
+// commit was decided on and the head it made: an audit of who wrote
+// what, in which order), each fenced one at Warn and each of unknown
+// outcome at Error. Call it before f is used.
+func (f *FencedStore) SetLogger(l *slog.Logger) { f.log = l }
 
 // LoadDocument loads doc and remembers the head of the state returned.
 func (f *FencedStore) LoadDocument(ctx context.Context, doc string) (*persist.StoredDocument, error) {
@@ -76,11 +84,17 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 	defer f.mu.Unlock()
 	switch {
 	case err == nil:
-		f.heads[doc] = next
+		// A Forget while the commit was in flight leaves the head
+		// unknown: the next commit waits for a load, as Forget promises.
+		if cur, ok := f.heads[doc]; ok && cur == head {
+			f.heads[doc] = next
+		}
+		f.log.Debug("cluster: committed", "doc", doc, "from", head, "to", next)
 		return nil
 	case errors.Is(err, jetstream.ErrConflict):
 		delete(f.heads, doc)
 		f.fenced.Add(1)
+		f.log.Warn("cluster: commit fenced", "doc", doc, "from", head)
 		return fmt.Errorf("cluster: commit to %q: %w", doc, ErrFenced)
 	case errors.Is(err, persist.ErrEmptyKey), errors.Is(err, persist.ErrClosed),
 		errors.Is(err, jetstream.ErrTooLarge), errors.Is(err, jetstream.ErrKeyTooLong),
@@ -90,6 +104,7 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 		// The Write may have landed: the head this node knows is no
 		// longer sure.
 		delete(f.heads, doc)
+		f.log.Error("cluster: commit outcome unknown", "doc", doc, "from", head, "err", err)
 		return err
 	}
 }

@@ -319,7 +319,11 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
 		return
 	}
-	node, target, err := r.Owner(req.Context(), doc)
+	// Bounded, so that a node cut off from NATS answers 503 within half
+	// a lease, and the client tries another node, rather than hanging.
+	octx, ocancel := context.WithTimeout(req.Context(), r.o.LeaseTTL/2)
+	node, target, err := r.Owner(octx, doc)
+	ocancel()
 	if err != nil {
 		r.log.Warn("cluster: no owner", "doc", doc, "err", err)
 		http.Error(w, "document unavailable; retry", http.StatusServiceUnavailable)

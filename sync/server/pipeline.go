@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -92,7 +93,10 @@ func (d *document) finishCommit(ctx context.Context, err error) {
 		failed := append([]*stage{g}, d.pending...)
 		d.pending = nil
 		d.pipe.take()
-		d.failStages(ctx, failed)
+		// A Write whose outcome is unknown may have landed: its group's
+		// requests get no reply, as after a crash, rather than a refusal
+		// saying nothing was applied.
+		d.failStages(ctx, failed, errors.Is(err, persist.ErrOutcomeUnknown))
 		// Every connection redials and loads what the store holds: the
 		// failure may mean another node committed to the document (a
 		// fenced commit in a cluster), whose owner they then reach.
@@ -142,16 +146,21 @@ func decisionsOf(w *persist.Write) []string {
 // (with the accepted document when it reset an edit), broadcasts are
 // dropped, and connections sent early changes are closed once their
 // refusals are queued: reconnecting, they offer those changes again with
-// their heads.
-func (d *document) failStages(ctx context.Context, stages []*stage) {
+// their heads. With firstUnknown the first stage's Write may have landed
+// (persist.ErrOutcomeUnknown): its requests are not answered at all, and
+// their clients learn the outcome when they reconnect.
+func (d *document) failStages(ctx context.Context, stages []*stage, firstUnknown bool) {
 	if err := d.auth.Reload(ctx); err != nil {
 		d.s.opts.Logger.Error("reload failed", "doc", d.id, "err", err)
 	}
 	d.sessions = map[*conn]map[string]*crdt.Session{}
 	var kept []delivery
-	for _, st := range stages {
+	for i, st := range stages {
 		for _, f := range st.after {
 			f(false)
+		}
+		if i == 0 && firstUnknown {
+			continue // the connections close unanswered (see finishCommit)
 		}
 		for _, h := range st.held {
 			if h.reply == nil {
