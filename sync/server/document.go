@@ -72,6 +72,8 @@ type document struct {
 	coalesced map[string]*encoded
 	// catch caches each decision's catch-up frames (catchUp).
 	catch map[string]*catchEntry
+	// deflater compresses the documents of catch-up frames (catchEntry.deflated).
+	deflater wire.Deflater
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)

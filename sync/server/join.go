@@ -106,7 +106,7 @@ func (d *document) pumpJoins() {
 			delete(cur.rest, id)
 			e := d.catchUp(id, cur.have[id])
 			if cur.deflate {
-				e = d.catch[id].deflated(e)
+				e = d.catch[id].deflated(e, &d.deflater)
 			}
 			if n := d.sendPaced(c, e); n > 0 {
 				if _, ok := e.msg.(*wire.Doc); ok {
@@ -193,15 +193,15 @@ type catchEntry struct {
 // deflated returns the frame to send for f to a replica that asked for
 // compressed documents: f itself unless it is the whole document and
 // DEFLATE makes it smaller.
-func (e *catchEntry) deflated(f *encoded) *encoded {
+func (e *catchEntry) deflated(f *encoded, z *wire.Deflater) *encoded {
 	if e == nil || f != e.doc {
 		return f
 	}
 	if e.docZ == nil {
 		m := e.doc.msg.(*wire.Doc)
 		e.docZ = e.doc
-		if z := wire.DeflateDoc(m.Doc); len(z) < len(m.Doc) {
-			e.docZ = &encoded{msg: &wire.Doc{Header: m.Header, ID: m.ID, Doc: z, Heads: m.Heads, Deflated: true}}
+		if small := z.Deflate(m.Doc); len(small) < len(m.Doc) {
+			e.docZ = &encoded{msg: &wire.Doc{Header: m.Header, ID: m.ID, Doc: small, Heads: m.Heads, Deflated: true}}
 		}
 	}
 	return e.docZ
