@@ -41,10 +41,10 @@ type fleet struct {
 	// cut off from NATS may answer late.
 	dialTimeout time.Duration
 	ttl         time.Duration
-	leas  natsjs.KeyValue
-	mu    sync.Mutex
-	slots []*child
-	next  int
+	leas        natsjs.KeyValue
+	mu          sync.Mutex
+	slots       []*child
+	next        int
 }
 
 func newFleet(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration) *fleet {
