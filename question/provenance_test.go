@@ -571,4 +571,3 @@ func (p *provProp) check() {
 		}
 	}
 }
-
