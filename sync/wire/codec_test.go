@@ -54,7 +54,7 @@ func decodeAsReceiver(t testing.TB, fr frame, b []byte, f Format) Message {
 
 func TestFramesCoverEveryKind(t *testing.T) {
 	kinds := Kinds()
-	if len(kinds) != 26 {
+	if len(kinds) != 27 {
 		t.Fatalf("Kinds() lists %d kinds", len(kinds))
 	}
 	requests, replies := map[Kind]bool{}, map[Kind]bool{}
@@ -343,7 +343,7 @@ func dropEmpty(v any) any {
 var goldenFrames = []string{
 	"hello", "criterion", "criterion-reply", "criterion-refused", "option-repeated",
 	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes", "changes-batched",
-	"explore-research", "explore-ask", "take", "explore-reply",
+	"explore-research", "explore-ask", "take", "explore-reply", "provenance", "provenance-reply", "changes-cells",
 }
 
 // The JSON encoding is pinned, so the field names stay those of the spec.
@@ -421,6 +421,9 @@ func TestSpecFieldNames(t *testing.T) {
 		{"welcome", []string{"kind", "v", "doc", "member", "write", "records"}, nil},
 		{"changes", []string{"kind", "id", "changes", "heads", "by"}, nil},
 		{"changes-batched", []string{"kind", "id", "changes", "heads", "by", "byAll"}, nil},
+		{"changes-cells", []string{"kind", "id", "changes", "heads", "by", "cells"}, nil},
+		{"provenance", []string{"kind", "rid", "id"}, nil},
+		{"provenance-reply", []string{"kind", "rid", "id", "ok", "provenance"}, true},
 		{"doc", []string{"kind", "id", "doc", "heads"}, nil},
 		{"doc-deflated", []string{"kind", "id", "doc", "heads", "deflated"}, nil},
 		{"hello-deflate", []string{"kind", "v", "deflate"}, nil},
@@ -860,7 +863,7 @@ func TestKindStrings(t *testing.T) {
 		"question:expand", "question:sync", "question:doc", "question:changes", "question:created",
 		"question:meta", "question:resolved", "question:reopened", "question:discarded",
 		"question:option-added", "question:criterion-added",
-		"question:explore", "question:explore-stop", "question:take", "question:page"}
+		"question:explore", "question:explore-stop", "question:take", "question:page", "question:provenance"}
 	got := Kinds()
 	if len(got) != len(want) {
 		t.Fatalf("%d kinds, want %d", len(got), len(want))
