@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -831,7 +832,27 @@ func (c *Client) applyChanges(s *session, ms ...*wire.Changes) error {
 	for _, m := range ms {
 		c.emit(c.eventFor(wire.KindChanges, id, m.By))
 	}
+	c.noticeOverwrites(id, ms)
 	return nil
+}
+
+// noticeOverwrites reports each value this member had set that another
+// member's accepted edit replaced, once: the cells travel only with the
+// change as it is accepted, never with a catch-up.
+func (c *Client) noticeOverwrites(id string, ms []*wire.Changes) {
+	if c.member == "" {
+		return
+	}
+	for _, m := range ms {
+		for i := range m.Cells {
+			cell := m.Cells[i]
+			if strings.EqualFold(cell.WasBy, c.member) && !strings.EqualFold(cell.By, c.member) {
+				e := c.eventFor(KindOverwritten, id, cell.By)
+				e.Cell = &cell
+				c.emit(e)
+			}
+		}
+	}
 }
 
 func (c *Client) applyEvent(s *session, m *wire.Event) {

@@ -873,7 +873,7 @@ func TestKindStrings(t *testing.T) {
 			t.Errorf("kind %d is %q, want %q", i, k, want[i])
 		}
 	}
-	for _, k := range []Kind{KindConnected, KindReconnecting, KindEditRefused} {
+	for _, k := range []Kind{KindConnected, KindReconnecting, KindEditRefused, KindOverwritten} {
 		if slices.Contains(got, k) || newMessage(k) != nil {
 			t.Errorf("event kind %q is also a frame kind", k)
 		}

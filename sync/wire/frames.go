@@ -64,6 +64,11 @@ const (
 	// the accepted draft and the local changes not yet accepted are gone;
 	// otherwise the changes are kept and sent again with the next edit.
 	KindEditRefused Kind = "edit-refused"
+	// KindOverwritten: another member's accepted edit replaced a value
+	// this member had set (a mark, a choice or a written answer); Cell
+	// says which, what it holds now and what it replaced, and By who
+	// replaced it. Reported once, when the change arrives.
+	KindOverwritten Kind = "overwritten"
 )
 
 // Kinds lists every frame kind of this protocol version, in the order
