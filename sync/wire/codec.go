@@ -330,6 +330,8 @@ func newMessage(kind Kind) Message {
 		return &Changes{}
 	case KindCreated, KindMeta, KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded:
 		return &Event{}
+	case KindPresence:
+		return &Presence{}
 	}
 	return nil
 }

@@ -211,6 +211,8 @@ func baseFrames() []frame {
 		{name: "why-clear", msg: &Why{Header: req(KindWhy, "r10"), ID: settled.ID}},
 		{name: "sync", msg: &Sync{Header: hdr(KindSync), ID: open.ID, Msg: blob(64, 0x42)}},
 		{name: "provenance", msg: &Target{Header: req(KindProvenance, "r11"), ID: open.ID}},
+		{name: "presence-publish", msg: &Presence{Header: hdr(KindPresence), State: &PresenceState{Decision: open.ID, Question: "q1", Field: "text",
+			Selection: []int{4, 12}, Editing: true}}},
 
 		// Replies.
 		{reply: true, name: "create-reply", msg: &Reply{Header: req(KindCreate, "r1"), OK: true, Records: []question.Record{open, settled}}},
@@ -253,6 +255,10 @@ func baseFrames() []frame {
 					Was: "yes", WasBy: "ada"},
 				{Generation: 1, Question: "q2", Kind: question.CellText, By: "ben", At: tFar, Change: h3},
 			}}},
+		{name: "presence", msg: &Presence{Header: hdr(KindPresence), Conn: "p7", Member: "ada",
+			State: &PresenceState{Decision: open.ID, Question: "q1", Field: "o2/c3"}}},
+		{name: "presence-left", msg: &Presence{Header: hdr(KindPresence), Conn: "p7", Member: "ada", Left: true}},
+		{name: "presence-silent", msg: &Presence{Header: hdr(KindPresence), Conn: "p8", Member: "ben", Silent: true}},
 		{name: "created", msg: &Event{Header: hdr(KindCreated), ID: open.ID, Record: &open}},
 		{name: "meta", msg: &Event{Header: hdr(KindMeta), ID: settled.ID, Record: &settled}},
 		{name: "resolved", msg: &Event{Header: hdr(KindResolved), ID: settled.ID, Record: &settled, Answer: settled.Answer}},

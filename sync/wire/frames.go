@@ -77,7 +77,7 @@ func Kinds() []Kind {
 	return []Kind{KindHello, KindWelcome, KindError, KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard,
 		KindOption, KindCriterion, KindWhy, KindExpand, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
 		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded,
-		KindExplore, KindExploreStop, KindTake, KindPage, KindProvenance}
+		KindExplore, KindExploreStop, KindTake, KindPage, KindProvenance, KindPresence}
 }
 
 // Message is any frame of the protocol.
