@@ -42,7 +42,11 @@ type Event struct {
 	By        string
 	// Cell is the value a KindOverwritten event is about.
 	Cell *question.CellProvenance
-	Err  error
+	// Presence is another connection's presence (a wire.KindPresence
+	// event; ID is the decision it is in): its state, or that it left or
+	// went silent.
+	Presence *wire.Presence
+	Err      error
 }
 
 // emit queues an event without ever blocking: when the buffer is full the
