@@ -50,8 +50,10 @@ type Client struct {
 	readOnly bool
 	changed  chan struct{} // closed and replaced whenever waiters should look again
 	presence presenceOut
-	// others holds the other connections' presence, by connection.
+	// others holds the other connections' presence, by connection; self
+	// is this connection's id, as the server named it.
 	others map[string]wire.Presence
+	self   string
 }
 
 // replica is one decision's local document and what the server is known
@@ -377,7 +379,7 @@ func (c *Client) begin(conn Conn, w *wire.Welcome) *session {
 	c.member, c.readOnly = w.Member, !w.Write
 	// A new connection: the others' presence starts afresh, and ours is
 	// due again.
-	c.others = map[string]wire.Presence{}
+	c.others, c.self = map[string]wire.Presence{}, ""
 	c.presence.due = c.presence.latest != nil
 	if c.presence.due {
 		c.kickPresence()

@@ -88,9 +88,25 @@ func (c *Client) pushPresence(s *session) error {
 	return s.conn.WriteMessage(s.msgType, b)
 }
 
-// applyPresence reports another connection's presence as an event, and
-// keeps it for Others. The caller holds c.mu.
+// applyPresence takes a presence frame: this connection's own id, or a
+// batch whose entries (but this connection's own) it reports as events
+// and keeps for Others. The caller holds c.mu.
 func (c *Client) applyPresence(m *wire.Presence) {
+	switch {
+	case m.You:
+		c.self = m.Conn
+	case len(m.All) > 0:
+		for i := range m.All {
+			if m.All[i].Conn != c.self {
+				c.applyOne(&m.All[i])
+			}
+		}
+	default:
+		c.applyOne(m)
+	}
+}
+
+func (c *Client) applyOne(m *wire.Presence) {
 	if m.Left || m.Silent || m.State == nil {
 		delete(c.others, m.Conn)
 	} else {

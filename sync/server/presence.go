@@ -1,9 +1,13 @@
 package server
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -11,38 +15,59 @@ import (
 // presenceHub relays one document's presence frames between its
 // connections. It is apart from the document goroutine on purpose:
 // presence never waits for a commit group, never reaches the authority
-// or the store, and a busy document's presence costs its edits nothing
-// but the relaying. Read pumps publish; the document goroutine adds a
-// connection once its welcome is queued, so presence never precedes it.
+// or the store, and a busy document's presence costs its edits only the
+// relaying. Read pumps publish; the document goroutine adds a connection
+// once its welcome is queued, so presence never precedes it.
+//
+// Relaying is batched: what connections publish within presenceFlush
+// goes out as one frame holding the latest entry of each, encoded once
+// for every connection. Sixty-four connections at the maximum rate then
+// cost each connection a frame every presenceFlush, not 640 a second.
 type presenceHub struct {
-	rate    time.Duration // least time between two relayed frames of one conn
+	rate    rate.Limit
 	silence time.Duration
 
-	mu    sync.Mutex
-	next  uint64
-	conns map[*conn]*presenceEntry
+	mu      sync.Mutex
+	next    uint64
+	conns   map[*conn]*presenceEntry
+	pending map[string]wire.Presence // by connection id, since the last batch
+	flushAt *time.Timer              // armed while pending is not empty
 }
+
+// presenceFlush is how long presence waits to be batched.
+const presenceFlush = 50 * time.Millisecond
+
+// presenceBurst lets a connection publish a few frames at once (a click
+// that moves focus and selection) before its rate applies.
+const presenceBurst = 3
 
 // presenceEntry is one joined connection's presence.
 type presenceEntry struct {
-	id    string
-	last  time.Time           // when its last frame was relayed
-	state *wire.PresenceState // nil: nothing published, or silent since
-	quiet *time.Timer         // fires after silence without a frame
+	id     string
+	member string
+	limit  *rate.Limiter
+	last   time.Time           // when its last frame was taken
+	state  *wire.PresenceState // nil: nothing published, or silent since
+	quiet  *time.Timer         // fires after silence without a frame
 }
 
 func newPresenceHub(o *Options) *presenceHub {
-	return &presenceHub{rate: time.Duration(float64(time.Second) / o.PresenceRate), silence: o.PresenceSilence,
-		conns: map[*conn]*presenceEntry{}}
+	return &presenceHub{rate: rate.Limit(o.PresenceRate), silence: o.PresenceSilence,
+		conns: map[*conn]*presenceEntry{}, pending: map[string]wire.Presence{}}
 }
 
 // maxPresenceQueued bounds the presence frames waiting in one outbox:
 // beyond it a connection misses presence rather than being dropped as
-// slow; presence is ephemeral and the next frame says it again.
-const maxPresenceQueued = 64
+// slow; presence is ephemeral and the next batch says it again.
+const maxPresenceQueued = 16
 
-// add makes a joined connection a recipient, and sends it everyone's
-// current state.
+func presenceFrame(m wire.Presence) *encoded {
+	m.Header = wire.Header{Kind: wire.KindPresence}
+	return &encoded{msg: &m}
+}
+
+// add makes a joined connection a recipient: it is told its own id, then
+// sent everyone's standing state in one batch.
 func (h *presenceHub) add(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -50,23 +75,30 @@ func (h *presenceHub) add(c *conn) {
 		return
 	}
 	h.next++
-	h.conns[c] = &presenceEntry{id: "p" + strconv.FormatUint(h.next, 10)}
-	for o, e := range h.conns {
-		if o != c && e.state != nil {
-			c.sendPresence(&encoded{msg: &wire.Presence{Header: wire.Header{Kind: wire.KindPresence}, Conn: e.id, Member: o.login().Login, State: e.state}})
+	e := &presenceEntry{id: "p" + strconv.FormatUint(h.next, 10), member: c.login().Login,
+		limit: rate.NewLimiter(h.rate, presenceBurst)}
+	h.conns[c] = e
+	c.sendPresence(presenceFrame(wire.Presence{Conn: e.id, Member: e.member, You: true}))
+	var standing []wire.Presence
+	for _, o := range h.conns {
+		if o.state != nil {
+			standing = append(standing, wire.Presence{Conn: o.id, Member: o.member, State: o.state})
 		}
+	}
+	if len(standing) > 0 {
+		sortPresence(standing)
+		c.sendPresence(presenceFrame(wire.Presence{All: standing}))
 	}
 }
 
-// publish relays a connection's state to the others, with the
-// connection's id and member, and reports whether it did: a frame sooner
-// than the rate allows after the last, or from a connection not yet
-// joined, is dropped.
+// publish takes a connection's state, to relay with the connection's id
+// and member, and reports whether it did: a frame over the connection's
+// rate, or from a connection not yet joined, is dropped.
 func (h *presenceHub) publish(c *conn, m *wire.Presence, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.conns[c]
-	if e == nil || !e.last.IsZero() && now.Sub(e.last) < h.rate {
+	if e == nil || !e.limit.AllowN(now, 1) {
 		return false
 	}
 	e.last = now
@@ -79,7 +111,7 @@ func (h *presenceHub) publish(c *conn, m *wire.Presence, now time.Time) bool {
 	} else {
 		e.quiet.Reset(h.silence)
 	}
-	h.relay(c, &wire.Presence{Header: wire.Header{Kind: wire.KindPresence}, Conn: e.id, Member: c.login().Login, State: e.state})
+	h.queue(wire.Presence{Conn: e.id, Member: e.member, State: e.state})
 	return true
 }
 
@@ -92,7 +124,7 @@ func (h *presenceHub) silent(c *conn) {
 		return
 	}
 	e.state = nil
-	h.relay(c, &wire.Presence{Header: wire.Header{Kind: wire.KindPresence}, Conn: e.id, Member: c.login().Login, Silent: true})
+	h.queue(wire.Presence{Conn: e.id, Member: e.member, Silent: true})
 }
 
 // remove forgets a connection that left, telling the others if it had
@@ -109,18 +141,46 @@ func (h *presenceHub) remove(c *conn) {
 		e.quiet.Stop()
 	}
 	if e.state != nil {
-		h.relay(c, &wire.Presence{Header: wire.Header{Kind: wire.KindPresence}, Conn: e.id, Member: c.login().Login, Left: true})
+		h.queue(wire.Presence{Conn: e.id, Member: e.member, Left: true})
 	}
 }
 
-// relay sends m to every connection but from. The caller holds h.mu.
-func (h *presenceHub) relay(from *conn, m *wire.Presence) {
-	enc := &encoded{msg: m}
-	for o := range h.conns {
-		if o != from {
-			o.sendPresence(enc)
-		}
+// queue holds p for the next batch, replacing what its connection
+// published since the last. The caller holds h.mu.
+func (h *presenceHub) queue(p wire.Presence) {
+	h.pending[p.Conn] = p
+	if h.flushAt == nil {
+		h.flushAt = time.AfterFunc(presenceFlush, h.flush)
 	}
+}
+
+// flush sends the pending presence to every connection as one batch.
+func (h *presenceHub) flush() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flushAt = nil
+	if len(h.pending) == 0 {
+		return
+	}
+	batch := make([]wire.Presence, 0, len(h.pending))
+	for _, p := range h.pending {
+		batch = append(batch, p)
+	}
+	clear(h.pending)
+	sortPresence(batch)
+	enc := presenceFrame(wire.Presence{All: batch})
+	for c := range h.conns {
+		c.sendPresence(enc)
+	}
+}
+
+func sortPresence(ps []wire.Presence) {
+	slices.SortFunc(ps, func(a, b wire.Presence) int {
+		if len(a.Conn) != len(b.Conn) {
+			return len(a.Conn) - len(b.Conn)
+		}
+		return strings.Compare(a.Conn, b.Conn)
+	})
 }
 
 // sendPresence queues a presence frame unless the outbox already holds

@@ -12,12 +12,29 @@ import (
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// nextPresence returns the peer's next presence frame, skipping others.
+// nextPresence returns the peer's next presence entry from another
+// connection, taking batches apart and skipping other frames and its own
+// entries.
 func (p *peer) nextPresence() *wire.Presence {
 	p.t.Helper()
 	for {
-		if m, ok := p.next().(*wire.Presence); ok {
-			return m
+		if len(p.presence) > 0 {
+			e := p.presence[0]
+			p.presence = p.presence[1:]
+			if e.Conn != p.self {
+				return &e
+			}
+			continue
+		}
+		m, ok := p.next().(*wire.Presence)
+		switch {
+		case !ok:
+		case m.You:
+			p.self = m.Conn
+		case len(m.All) > 0:
+			p.presence = append(p.presence, m.All...)
+		default:
+			p.t.Fatalf("a presence frame that is neither a batch nor the connection's id: %+v", m)
 		}
 	}
 }
@@ -57,19 +74,36 @@ func TestPresenceOverRealSockets(t *testing.T) {
 		t.Fatalf("rita heard %+v", got)
 	}
 	anaConn := got.Conn
-	publish(rita, wire.PresenceState{Decision: rec.ID, Question: "q1", Field: "text", Selection: []int{2, 5}, Editing: true}, "")
-	if got := ana.nextPresence(); got.Member != "rita" || !got.State.Editing || len(got.State.Selection) != 2 {
-		t.Fatalf("ana heard %+v", got)
-	}
-	// Two more at once: the second comes sooner than 1/PresenceRate.
+	// Six at once: past the burst, some are dropped.
 	before := srv.Stats().PresenceDropped
-	time.Sleep(250 * time.Millisecond) // past ana's last frame's 1/PresenceRate
-	publish(ana, wire.PresenceState{Decision: rec.ID, Field: "a"}, "")
-	publish(ana, wire.PresenceState{Decision: rec.ID, Field: "b"}, "")
-	if got := rita.nextPresence(); got.State == nil || got.State.Field != "a" {
-		t.Fatalf("rita heard %+v", got)
+	for _, f := range []string{"u", "v", "w", "x", "y", "z"} {
+		publish(ana, wire.PresenceState{Decision: rec.ID, Field: f}, "")
 	}
-	waitFor(t, "the frame over the rate to be dropped", 5*time.Second, func() bool { return srv.Stats().PresenceDropped == before+1 })
+	waitFor(t, "frames over the rate to be dropped", 5*time.Second, func() bool { return srv.Stats().PresenceDropped >= before+2 })
+	time.Sleep(700 * time.Millisecond) // the bucket fills again
+	publish(ana, wire.PresenceState{Decision: rec.ID, Field: "a"}, "")
+	for {
+		got := rita.nextPresence()
+		if got.Member != "ana" || got.State == nil {
+			t.Fatalf("rita heard %+v", got)
+		}
+		if got.State.Field == "z" {
+			t.Fatal("a frame over the rate was relayed")
+		}
+		if got.State.Field == "a" {
+			break
+		}
+	}
+	publish(rita, wire.PresenceState{Decision: rec.ID, Question: "q1", Field: "text", Selection: []int{2, 5}, Editing: true}, "")
+	for {
+		got := ana.nextPresence()
+		if got.Member == "rita" {
+			if !got.State.Editing || len(got.State.Selection) != 2 {
+				t.Fatalf("ana heard %+v", got)
+			}
+			break
+		}
+	}
 
 	// A late joiner hears the states that stand.
 	ben := dial(t, ts, "ben", wire.Binary)

@@ -9,6 +9,13 @@ import "fmt"
 // stores it and never passes it through the authority, and announces a
 // connection that leaves (Left) or stops publishing (Silent). Members who
 // may only read may publish. It is no request: nothing answers it.
+//
+// The server relays in batches: a frame it sends holds in All the
+// presence of every connection that changed since its last batch (one
+// entry per connection, the latest), the recipient's own included, so
+// that one encoding serves every connection. Its first presence frame to
+// a connection names that connection (Conn, with You set), so a client
+// can leave its own entry out.
 const KindPresence Kind = "question:presence"
 
 // Presence is one connection's presence.
@@ -24,6 +31,10 @@ type Presence struct {
 	// nothing for the server's silence interval. Either clears its state.
 	Left   bool `json:"left,omitempty"`
 	Silent bool `json:"silent,omitempty"`
+	// You says Conn is the recipient's own connection.
+	You bool `json:"you,omitempty"`
+	// All is a batch of presence, one entry per connection.
+	All []Presence `json:"all,omitempty"`
 }
 
 // PresenceState is what a connection says about itself: which decision
@@ -44,9 +55,28 @@ type PresenceState struct {
 const (
 	maxPresenceField  = 200
 	maxPresenceMember = 256
+	// maxPresenceBatch is the most entries one batch holds: a document
+	// has at most 1,024 connections by default (sync/server
+	// Options.MaxDocumentConnections).
+	maxPresenceBatch = 4096
 )
 
 func (m *Presence) validate() error {
+	if len(m.All) > maxPresenceBatch {
+		return fmt.Errorf("a batch of %d, at most %d", len(m.All), maxPresenceBatch)
+	}
+	for i := range m.All {
+		if len(m.All[i].All) > 0 {
+			return fmt.Errorf("a batch within a batch")
+		}
+		if err := m.All[i].validate(); err != nil {
+			return fmt.Errorf("all[%d]: %w", i, err)
+		}
+	}
+	return m.validateOne()
+}
+
+func (m *Presence) validateOne() error {
 	if len(m.Conn) > maxIDLen {
 		return fmt.Errorf("conn of %d bytes, at most %d", len(m.Conn), maxIDLen)
 	}
