@@ -66,8 +66,8 @@ func presenceFrame(m wire.Presence) *encoded {
 	return &encoded{msg: &m}
 }
 
-// add makes a joined connection a recipient: it is told its own id, then
-// sent everyone's standing state in one batch.
+// add makes a joined connection a recipient, sent everyone's standing
+// state in one batch. A document where nobody publishes sends nothing.
 func (h *presenceHub) add(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -78,7 +78,6 @@ func (h *presenceHub) add(c *conn) {
 	e := &presenceEntry{id: "p" + strconv.FormatUint(h.next, 10), member: c.login().Login,
 		limit: rate.NewLimiter(h.rate, presenceBurst)}
 	h.conns[c] = e
-	c.sendPresence(presenceFrame(wire.Presence{Conn: e.id, Member: e.member, You: true}))
 	var standing []wire.Presence
 	for _, o := range h.conns {
 		if o.state != nil {
@@ -100,6 +99,10 @@ func (h *presenceHub) publish(c *conn, m *wire.Presence, now time.Time) bool {
 	e := h.conns[c]
 	if e == nil || !e.limit.AllowN(now, 1) {
 		return false
+	}
+	if e.last.IsZero() {
+		// Its first frame: tell it its id before any batch holds it.
+		c.sendPresence(presenceFrame(wire.Presence{Conn: e.id, Member: e.member, You: true}))
 	}
 	e.last = now
 	e.state = m.State

@@ -13,9 +13,9 @@ import "fmt"
 // The server relays in batches: a frame it sends holds in All the
 // presence of every connection that changed since its last batch (one
 // entry per connection, the latest), the recipient's own included, so
-// that one encoding serves every connection. Its first presence frame to
-// a connection names that connection (Conn, with You set), so a client
-// can leave its own entry out.
+// that one encoding serves every connection. When a connection first
+// publishes, the server names it to itself (Conn, with You set) before
+// any batch holds its entry, so a client can leave its own entry out.
 const KindPresence Kind = "question:presence"
 
 // Presence is one connection's presence.
