@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/subtle"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -47,7 +48,12 @@ func (a *app) auditHandler(token string, log *slog.Logger) http.Handler {
 			x, err = au.Audit(id)
 			return err
 		})
-		if err != nil {
+		var ref *question.Refusal
+		switch {
+		case errors.As(err, &ref) && ref.Reason == question.NotFound:
+			refuse(w, http.StatusNotFound, string(ref.Reason), ref.Message)
+			return
+		case err != nil:
 			refuseErr(w, log, err)
 			return
 		}
