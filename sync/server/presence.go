@@ -22,7 +22,8 @@ import (
 // Relaying is batched: what connections publish within presenceFlush
 // goes out as one frame holding the latest entry of each, encoded once
 // for every connection. Sixty-four connections at the maximum rate then
-// cost each connection a frame every presenceFlush, not 640 a second.
+// cost each connection a frame every presenceFlush, not 640 a second
+// (BenchmarkPresenceOverhead).
 type presenceHub struct {
 	rate    rate.Limit
 	silence time.Duration
@@ -35,7 +36,7 @@ type presenceHub struct {
 }
 
 // presenceFlush is how long presence waits to be batched.
-const presenceFlush = 50 * time.Millisecond
+const presenceFlush = 100 * time.Millisecond
 
 // presenceBurst lets a connection publish a few frames at once (a click
 // that moves focus and selection) before its rate applies.
