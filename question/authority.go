@@ -108,6 +108,8 @@ type decision struct {
 	// incremental chunks since, which a wake loads.
 	stored persist.StoredDraft
 	used   uint64 // the authority's tick when last used
+	// prov is who last set each value of the drafts (provenance.go).
+	prov provIndex
 }
 
 // NewAuthority loads a document's decisions from the store.
@@ -321,6 +323,9 @@ type txn struct {
 	ans answerTxn
 	// settled lists the decisions this transaction saves.
 	settled []string
+	// edits holds the provenance of the draft edits this transaction
+	// accepts, by decision (provenance.go).
+	edits map[string]*provRecord
 }
 
 func (a *Authority) begin(ctx context.Context) (*txn, error) {
@@ -397,6 +402,9 @@ func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 		if errors.Is(err, crdt.ErrBudget) {
 			return t.rebase(id)
 		}
+		if err == nil {
+			snap, err = wrapDraft(t.wholeRecord(id), snap)
+		}
 		if err != nil {
 			return err
 		}
@@ -413,6 +421,10 @@ func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	}
 	if len(chunk) == 0 {
 		return nil
+	}
+	chunk, err := wrapDraft(t.edits[id], chunk)
+	if err != nil {
+		return err
 	}
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
 	t.chunks[id] = n + 1
@@ -448,6 +460,11 @@ func (t *txn) rebase(id string) error {
 		return err
 	}
 	snap, err := nd.Snapshot()
+	if err == nil {
+		// The rebased history is one change of the authority's actor: the
+		// attribution travels in the snapshot's provenance record.
+		snap, err = wrapDraft(t.wholeRecord(id), snap)
+	}
 	if err != nil {
 		return err
 	}
@@ -543,6 +560,7 @@ func (t *txn) commit(ctx context.Context) error {
 	for _, p := range t.write.Drafts {
 		t.a.decisions[p.Decision].keep(p)
 	}
+	t.applyEdits()
 	for _, id := range created {
 		t.a.churn()
 		t.a.live[id] = t.created[id]
@@ -665,6 +683,7 @@ func cloneDefinition(d Definition) Definition {
 
 func cloneAnswer(a Answer) Answer {
 	a.Answers = slices.Clone(a.Answers)
+	a.Provenance = slices.Clone(a.Provenance)
 	for i := range a.Answers {
 		a.Answers[i].Choices = slices.Clone(a.Answers[i].Choices)
 		a.Answers[i].Marks = a.Answers[i].Marks.Clone()

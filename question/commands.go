@@ -135,6 +135,9 @@ type Edited struct {
 	// must be sent the whole new document (Authority.Save) to replace
 	// theirs. See docs/PROTOCOL.md, "Rebase".
 	Rebased bool
+	// Cells are the values the edit changed, attributed to its member,
+	// with what each replaced and who had set that.
+	Cells []CellProvenance
 }
 
 // Edit applies a replica's changes (crdt.Doc.ChangesSince encoding) to a
@@ -186,6 +189,11 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 		return Edited{}, t.fail(r)
 	}
 	t.states[id] = ap.State
+	at := a.opts.Now().UTC()
+	rec := &provRecord{By: who.Login, At: &at, Changes: hashStrings(ap.Fresh)}
+	rec.Cells = editCells(d.prov, d.state.Questions, d.state.Generation, d.state.Drafts[d.state.Generation],
+		ap.State.Drafts[ap.State.Generation], who.Login, at, rec.Changes[len(rec.Changes)-1])
+	t.stageEdit(id, rec)
 	if err := t.persistChanges(id, before, ap.Changes); err != nil {
 		return Edited{}, t.fail(draftRefusal(err))
 	}
@@ -198,7 +206,7 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if rebased {
 		newChanges = nil
 	}
-	return Edited{Heads: d.heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation], Rebased: rebased}, nil
+	return Edited{Heads: d.heads(), Changes: newChanges, Draft: d.state.Drafts[d.state.Generation], Rebased: rebased, Cells: rec.Cells}, nil
 }
 
 // applyRefusal is the refusal of a batch crdt.Doc.ApplyEdit refused.

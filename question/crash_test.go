@@ -845,6 +845,11 @@ func (o *crashOracle) verify(st *boltstore.Store, doc string) []error {
 		if _, ok := sd.Projections[id]; !ok {
 			bad("record %s (%s) has no projection", id, r.Key)
 		}
+		draft, err := question.StoredBodies(draft)
+		if err != nil {
+			bad("draft %s: %v", id, err)
+			continue
+		}
 		d, err := crdt.Load(draft.Snapshot, draft.Chunks, crdt.Options{})
 		if err != nil {
 			bad("draft %s: %v", id, err)

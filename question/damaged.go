@@ -103,7 +103,13 @@ func (a *Authority) loadDecision(id string, raw []byte, sd *persist.StoredDocume
 		return nil, rec.Key, nil, &persist.CorruptError{Bucket: bucket + "/drafts", Key: id, Err: err}
 	}
 	draft.Chunks = slices.Clip(draft.Chunks)
-	return &decision{rec: &rec, doc: doc, state: st, stored: draft}, rec.Key, needsMarks, nil
+	_, _, prov, _ := unwrapStored(draft.Snapshot, draft.Chunks, true, func(err error) {
+		// Attribution is lost for what the record described; the draft
+		// itself loaded.
+		a.opts.Logger.Warn("question: a provenance record cannot be read; its attribution is left out",
+			"doc", a.opts.Doc, "decision", id, "err", err)
+	})
+	return &decision{rec: &rec, doc: doc, state: st, stored: draft, prov: prov}, rec.Key, needsMarks, nil
 }
 
 // readableAnswers returns the decision_answers rows that loadAnswers

@@ -110,6 +110,10 @@ type Answer struct {
 	Answers    []QuestionAnswer `json:"answers"`
 	By         string           `json:"by"`
 	At         time.Time        `json:"at"`
+	// Provenance is who set each value of the draft as it was saved
+	// (Authority.Provenance at the save), kept with the answer into the
+	// history.
+	Provenance []CellProvenance `json:"provenance,omitempty"`
 }
 
 // HistoryEntry is an earlier answer kept when the decision was reopened,

@@ -96,7 +96,8 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 			return refuse(Stale, "the shared draft changed since you last saw it; review it and save again")
 		}
 	}
-	ans := Answer{Generation: rec.Generation, By: who.Login, At: a.opts.Now().UTC()}
+	ans := Answer{Generation: rec.Generation, By: who.Login, At: a.opts.Now().UTC(),
+		Provenance: d.prov.generation(rec.Generation)}
 	for _, q := range rec.Definition.Questions {
 		qd := draft.Questions[q.ID]
 		qa := QuestionAnswer{Question: q.ID}

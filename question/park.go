@@ -104,7 +104,11 @@ func (a *Authority) loadStored(s persist.StoredDraft, carry crdt.Carried) (doc *
 			doc, err = nil, fmt.Errorf("crdt: load panicked: %v", p)
 		}
 	}()
-	return crdt.Load(s.Snapshot, s.Chunks, crdt.Options{Actor: a.actor, Now: a.opts.Now, Carry: carry})
+	snap, chunks, _, err := unwrapStored(s.Snapshot, s.Chunks, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return crdt.Load(snap, chunks, crdt.Options{Actor: a.actor, Now: a.opts.Now, Carry: carry})
 }
 
 // park drops a decision's live document, keeping what waking it needs.
@@ -114,6 +118,7 @@ func (a *Authority) park(d *decision) {
 	}
 	d.parked = parked{heads: d.doc.Heads(), carry: d.doc.Carry()}
 	d.state = compactState(d.state)
+	d.prov = d.prov.compact()
 	d.doc = nil
 	delete(a.live, d.rec.ID)
 	a.churn()

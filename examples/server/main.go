@@ -5,8 +5,8 @@
 //	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
 //	ACCORD_DATA  (-data)  data folder, default ./data
 //	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
-//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup and /admin/rotate-session-key for a
-//	                      bearer of this token
+//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup, GET /admin/audit and
+//	                      /admin/rotate-session-key for a bearer of this token
 //	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: the one kept in
 //	                      DATA/mcp.token, made on first start and printed)
 //	ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
@@ -128,6 +128,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	defer app.closePlan()
 	mux := http.NewServeMux()
 	mux.Handle("/admin/backup", store.backup(os.Getenv("ACCORD_ADMIN_TOKEN"), log))
+	mux.Handle("/admin/audit", app.auditHandler(os.Getenv("ACCORD_ADMIN_TOKEN"), log))
 	mux.Handle("/", app.handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {

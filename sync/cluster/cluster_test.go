@@ -351,6 +351,13 @@ func TestOwnerCrashFailover(t *testing.T) {
 		rec, ok := ben.Record(id)
 		return ok && rec.Status == question.Settled && rec.Revision == settled.Revision
 	})
+	// Provenance was stored with the change: the new owner has it.
+	if ps, err := cal.Provenance(ctx, id); err != nil || len(ps) != 1 || ps[0].By != "ben" {
+		t.Fatalf("provenance on the new owner: %+v %v", ps, err)
+	}
+	if rec, _ := cal.Record(id); len(rec.Answer.Provenance) != 1 || rec.Answer.Provenance[0].By != "ben" {
+		t.Fatalf("the saved answer's attribution on the new owner: %+v", rec.Answer.Provenance)
+	}
 	reopened, err := cal.Reopen(ctx, id)
 	if err != nil {
 		t.Fatal(err)

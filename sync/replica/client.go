@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +31,13 @@ type Client struct {
 	done   chan struct{} // closed when run has returned
 	once   sync.Once
 
-	out     chan *request // requests waiting for the writer
-	kick    chan struct{} // capacity 1: local changes wait to be pushed
-	events  chan Event
-	dropped atomic.Uint64
-	rid     atomic.Uint64
+	out  chan *request // requests waiting for the writer
+	kick chan struct{} // capacity 1: local changes wait to be pushed
+	// presenceKick (capacity 1): a presence state may be due (presence.go).
+	presenceKick chan struct{}
+	events       chan Event
+	dropped      atomic.Uint64
+	rid          atomic.Uint64
 
 	mu       sync.Mutex
 	closed   bool
@@ -46,6 +49,11 @@ type Client struct {
 	member   string
 	readOnly bool
 	changed  chan struct{} // closed and replaced whenever waiters should look again
+	presence presenceOut
+	// others holds the other connections' presence, by connection; self
+	// is this connection's id, as the server named it.
+	others map[string]wire.Presence
+	self   string
 }
 
 // replica is one decision's local document and what the server is known
@@ -132,17 +140,19 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		opts:    opts,
-		url:     url,
-		log:     opts.Logger,
-		done:    make(chan struct{}),
-		out:     make(chan *request, requestQueue),
-		kick:    make(chan struct{}, 1),
-		events:  make(chan Event, opts.EventBuffer),
-		reps:    map[string]*replica{},
-		toPush:  map[string]bool{},
-		records: map[string]*question.Record{},
-		changed: make(chan struct{}),
+		opts:         opts,
+		url:          url,
+		log:          opts.Logger,
+		done:         make(chan struct{}),
+		out:          make(chan *request, requestQueue),
+		kick:         make(chan struct{}, 1),
+		presenceKick: make(chan struct{}, 1),
+		others:       map[string]wire.Presence{},
+		events:       make(chan Event, opts.EventBuffer),
+		reps:         map[string]*replica{},
+		toPush:       map[string]bool{},
+		records:      map[string]*question.Record{},
+		changed:      make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.restore(); err != nil {
@@ -367,6 +377,13 @@ func (c *Client) begin(conn Conn, w *wire.Welcome) *session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.member, c.readOnly = w.Member, !w.Write
+	// A new connection: the others' presence starts afresh, and ours is
+	// due again.
+	c.others, c.self = map[string]wire.Presence{}, ""
+	c.presence.due = c.presence.latest != nil
+	if c.presence.due {
+		c.kickPresence()
+	}
 	order := make([]string, 0, len(w.Records))
 	for _, r := range w.Records {
 		s.known[r.ID] = true
@@ -612,6 +629,8 @@ func (c *Client) writeLoop(s *session) {
 		defer t.Stop()
 		tick = t.C
 	}
+	refresh := time.NewTicker(presenceRefresh)
+	defer refresh.Stop()
 	for {
 		var err error
 		select {
@@ -619,6 +638,10 @@ func (c *Client) writeLoop(s *session) {
 			return
 		case <-c.kick:
 			err = c.pushEdits(s)
+		case <-c.presenceKick:
+			err = c.pushPresence(s)
+		case <-refresh.C:
+			err = c.pushPresence(s)
 		case r := <-c.out:
 			err = c.writeRequest(s, r)
 		case <-tick:
@@ -728,6 +751,8 @@ func (c *Client) handle(s *session, m wire.Message) error {
 		return c.applyChanges(s, m)
 	case *wire.Event:
 		c.applyEvent(s, m)
+	case *wire.Presence:
+		c.applyPresence(m)
 	case *wire.Error:
 		err := fmt.Errorf("replica: server error: %s: %s", m.Reason, m.Message)
 		c.log.Warn("server reported an error", "reason", m.Reason, "message", m.Message)
@@ -831,7 +856,27 @@ func (c *Client) applyChanges(s *session, ms ...*wire.Changes) error {
 	for _, m := range ms {
 		c.emit(c.eventFor(wire.KindChanges, id, m.By))
 	}
+	c.noticeOverwrites(id, ms)
 	return nil
+}
+
+// noticeOverwrites reports each value this member had set that another
+// member's accepted edit replaced, once: the cells travel only with the
+// change as it is accepted, never with a catch-up.
+func (c *Client) noticeOverwrites(id string, ms []*wire.Changes) {
+	if c.member == "" {
+		return
+	}
+	for _, m := range ms {
+		for i := range m.Cells {
+			cell := m.Cells[i]
+			if strings.EqualFold(cell.WasBy, c.member) && !strings.EqualFold(cell.By, c.member) {
+				e := c.eventFor(KindOverwritten, id, cell.By)
+				e.Cell = &cell
+				c.emit(e)
+			}
+		}
+	}
 }
 
 func (c *Client) applyEvent(s *session, m *wire.Event) {

@@ -22,6 +22,10 @@ const (
 	// the accepted draft and the local changes not yet accepted are gone;
 	// otherwise the changes are kept and sent again with the next edit.
 	KindEditRefused = wire.KindEditRefused
+	// KindOverwritten: another member's accepted edit replaced a value
+	// this member had set; Cell holds its provenance (the value now, what
+	// it replaced) and By who replaced it.
+	KindOverwritten = wire.KindOverwritten
 )
 
 // Event reports what others did to the decisions, or a change of the
@@ -36,7 +40,13 @@ type Event struct {
 	Option    *question.Option
 	Criterion *question.Criterion
 	By        string
-	Err       error
+	// Cell is the value a KindOverwritten event is about.
+	Cell *question.CellProvenance
+	// Presence is another connection's presence (a wire.KindPresence
+	// event; ID is the decision it is in): its state, or that it left or
+	// went silent.
+	Presence *wire.Presence
+	Err      error
 }
 
 // emit queues an event without ever blocking: when the buffer is full the

@@ -127,6 +127,17 @@ func (c *Client) Expand(ctx context.Context, id string) (question.Record, error)
 	return c.target(ctx, wire.KindExpand, id)
 }
 
+// Provenance returns who set each value of a decision's current draft,
+// when, and what it replaced, as the server's authority recorded it.
+func (c *Client) Provenance(ctx context.Context, id string) ([]question.CellProvenance, error) {
+	h := c.header(wire.KindProvenance)
+	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	return r.Provenance, nil
+}
+
 func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (question.Record, error) {
 	h := c.header(kind)
 	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id})

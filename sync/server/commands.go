@@ -69,7 +69,7 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 	}
 	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
 	if len(res.Changes) > 0 {
-		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login, Cells: res.Cells})
 	}
 }
 
@@ -110,7 +110,22 @@ func (d *document) submitAnswers(ctx context.Context, c *conn, m *wire.Submit) {
 	}
 }
 
+// provenance answers question:provenance: who set each value of the
+// decision's current draft. Reading it changes nothing, so a reader may ask.
+func (d *document) provenance(c *conn, m *wire.Target) {
+	ps, err := d.auth.Provenance(m.ID)
+	if err != nil {
+		d.replyTo(c, d.refusal(m.Header, "", err))
+		return
+	}
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Provenance: ps})
+}
+
 func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
+	if m.Kind == wire.KindProvenance {
+		d.provenance(c, m)
+		return
+	}
 	var before crdt.Heads
 	if _, h, err := d.auth.Draft(m.ID); err == nil {
 		before = h
@@ -259,7 +274,7 @@ func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
 			return
 		}
 		if len(res.Changes) > 0 {
-			d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login})
+			d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login, Cells: res.Cells})
 		}
 		msg = &crdt.SyncMessage{Heads: msg.Heads, Need: msg.Need, Have: msg.Have}
 	}

@@ -44,7 +44,10 @@ type conn struct {
 	ordered int // ordinary frames queued
 	paced   int // paced frames queued
 	pacedB  int // bytes of the paced frames queued
-	wake    chan struct{}
+	// presence counts presence frames queued (presence.go): they are
+	// neither ordinary nor paced, and never close the connection.
+	presence int
+	wake     chan struct{}
 
 	// limit is the conn's rate limiter (nil: none); its read pump's alone.
 	limit *limiter
@@ -74,7 +77,8 @@ type frame struct {
 
 type queued struct {
 	frame
-	paced bool
+	paced    bool
+	presence bool
 }
 
 func (c *conn) login() question.Member {
@@ -155,7 +159,9 @@ func (c *conn) pop() (queued, bool) {
 	if len(c.queue) == 0 {
 		c.queue = nil // let the backing array go
 	}
-	if q.paced {
+	if q.presence {
+		c.presence--
+	} else if q.paced {
 		c.paced--
 		c.pacedB -= len(q.data)
 		if c.paced <= joinWindow/4 && c.joining.Load() {

@@ -35,6 +35,9 @@ type Stats struct {
 	// cap: MaxConnections, MaxDocuments, MaxMemberConnections or
 	// MaxDocumentConnections.
 	RefusedUpgrades uint64
+	// PresenceDropped counts presence frames not relayed: sent faster
+	// than Options.PresenceRate, or before the connection's welcome.
+	PresenceDropped uint64
 }
 
 // Stats returns the Server's current figures.
@@ -51,6 +54,7 @@ func (s *Server) Stats() Stats {
 	st.Throttled = s.stats.throttled.Load()
 	st.RateCloses = s.stats.rateCloses.Load()
 	st.RefusedUpgrades = s.stats.refusedUpgrades.Load()
+	st.PresenceDropped = s.stats.presenceDropped.Load()
 	return st
 }
 

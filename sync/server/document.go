@@ -77,6 +77,8 @@ type document struct {
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
+	// presence relays the connections' presence, apart from the goroutine.
+	presence *presenceHub
 	// sessions holds each connection's automerge sync sessions, by
 	// decision; they point into the authority's documents (pinning them
 	// until the connection leaves), so a reload drops them all.
@@ -97,7 +99,8 @@ type op struct {
 
 func newDocument(s *Server, id string) *document {
 	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), ended: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
-		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}}
+		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{},
+		presence: newPresenceHub(&s.opts)}
 }
 
 // inboxSize is how many ops wait for a document before their senders

@@ -96,7 +96,9 @@ func (d *document) pumpJoins() {
 			// Its records exceed one frame's limits (logged by sendPaced).
 			j.c.replyError(j.c.format, "", string(question.Unavailable), "the document's records do not fit in one welcome frame")
 			j.c.close()
+			continue
 		}
+		d.presence.add(j.c) // after the welcome: presence never precedes it
 	}
 	d.hellos = nil
 	for c, cur := range d.joining {

@@ -122,6 +122,16 @@ type Options struct {
 	// once (default 1024). The next is refused before the upgrade with
 	// HTTP 503. Negative: no cap.
 	MaxDocumentConnections int
+	// PresenceRate is how many presence frames (question:presence) per
+	// second one connection may publish; the server relays at most one
+	// per 1/PresenceRate and drops the others (default 10). Presence
+	// frames count against FrameRate too.
+	PresenceRate float64
+	// PresenceSilence is how long a connection that published presence
+	// may stay quiet before the others are told it went silent and its
+	// state is dropped (default 30 s). A client that stays put publishes
+	// its state again within it.
+	PresenceSilence time.Duration
 	// Registerer, if set, receives the Server's Prometheus collectors
 	// (accord_sync_*: connections, documents, frames in and out by kind,
 	// refusals by reason, commit group size and latency, commit failures,
@@ -191,6 +201,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MaxDocumentConnections == 0 {
 		o.MaxDocumentConnections = 1024
+	}
+	if o.PresenceRate <= 0 {
+		o.PresenceRate = 10
+	}
+	if o.PresenceSilence <= 0 {
+		o.PresenceSilence = 30 * time.Second
 	}
 	return nil
 }

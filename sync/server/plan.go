@@ -204,6 +204,7 @@ func coalesce(parts []*delivery) *wire.Changes {
 	for _, h := range parts {
 		ch := h.msg.msg.(*wire.Changes)
 		out.Changes = append(out.Changes, ch.Changes...)
+		out.Cells = append(out.Cells, ch.Cells...)
 		out.Heads, out.By = ch.Heads, ch.By
 		if ch.By != "" && !slices.Contains(out.ByAll, ch.By) {
 			out.ByAll = append(out.ByAll, ch.By)

@@ -43,6 +43,7 @@ type Server struct {
 type counters struct {
 	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 	throttled, rateCloses, refusedUpgrades                            atomic.Uint64
+	presenceDropped                                                   atomic.Uint64
 }
 
 // New returns a Server.
@@ -155,6 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	go c.writePump()
 	defer func() {
 		c.close()
+		d.presence.remove(c)
 		d.leave(c)
 		s.detach(d)
 	}()
@@ -222,6 +224,14 @@ func (s *Server) readPump(c *conn) {
 			c.format = format
 			c.mu.Unlock()
 			joined = true
+		}
+		if p, ok := msg.(*wire.Presence); ok {
+			// Ephemeral: relayed here, never through the document's
+			// goroutine, its authority or its store.
+			if !c.doc.presence.publish(c, p, time.Now()) {
+				s.stats.presenceDropped.Add(1)
+			}
+			continue
 		}
 		if !c.doc.submit(op{c: c, msg: msg}) {
 			// The document is stopping (handed off, or unloaded after a

@@ -85,6 +85,10 @@ type peer struct {
 	// closeCode is the close frame's code, once frames is closed (0 if
 	// the connection ended without one).
 	closeCode int
+	// self and presence: the connection's presence id, and presence
+	// entries not yet taken (presence_test.go).
+	self     string
+	presence []wire.Presence
 }
 
 func dial(t *testing.T, ts *testServer, member string, format wire.Format) *peer {
@@ -153,6 +157,10 @@ func (p *peer) next() wire.Message {
 		case *wire.Changes:
 			if _, err := p.docs[f.ID].ApplyChanges(f.Changes); err != nil {
 				p.t.Fatal(err)
+			}
+		case *wire.Presence:
+			if f.You {
+				p.self = f.Conn
 			}
 		}
 		return m

@@ -310,7 +310,7 @@ func newMessage(kind Kind) Message {
 		return &Edit{}
 	case KindSubmit:
 		return &Submit{}
-	case KindReopen, KindDiscard, KindExpand, KindPage:
+	case KindReopen, KindDiscard, KindExpand, KindPage, KindProvenance:
 		return &Target{}
 	case KindExplore:
 		return &Explore{}
@@ -330,6 +330,8 @@ func newMessage(kind Kind) Message {
 		return &Changes{}
 	case KindCreated, KindMeta, KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded:
 		return &Event{}
+	case KindPresence:
+		return &Presence{}
 	}
 	return nil
 }
@@ -355,7 +357,7 @@ func PeekHeader(b []byte, f Format) (h Header) {
 func IsRequest(kind Kind) bool {
 	switch kind {
 	case KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard, KindOption, KindCriterion, KindWhy, KindExpand,
-		KindPage, KindExplore, KindExploreStop, KindTake:
+		KindPage, KindExplore, KindExploreStop, KindTake, KindProvenance:
 		return true
 	}
 	return false

@@ -54,7 +54,7 @@ func decodeAsReceiver(t testing.TB, fr frame, b []byte, f Format) Message {
 
 func TestFramesCoverEveryKind(t *testing.T) {
 	kinds := Kinds()
-	if len(kinds) != 26 {
+	if len(kinds) != 28 {
 		t.Fatalf("Kinds() lists %d kinds", len(kinds))
 	}
 	requests, replies := map[Kind]bool{}, map[Kind]bool{}
@@ -343,7 +343,8 @@ func dropEmpty(v any) any {
 var goldenFrames = []string{
 	"hello", "criterion", "criterion-reply", "criterion-refused", "option-repeated",
 	"criterion-added", "option-added", "edit-refused", "submit-reply", "resolved", "changes", "changes-batched",
-	"explore-research", "explore-ask", "take", "explore-reply",
+	"explore-research", "explore-ask", "take", "explore-reply", "provenance", "provenance-reply", "changes-cells",
+	"presence-publish", "presence", "presence-left", "presence-silent",
 }
 
 // The JSON encoding is pinned, so the field names stay those of the spec.
@@ -421,6 +422,12 @@ func TestSpecFieldNames(t *testing.T) {
 		{"welcome", []string{"kind", "v", "doc", "member", "write", "records"}, nil},
 		{"changes", []string{"kind", "id", "changes", "heads", "by"}, nil},
 		{"changes-batched", []string{"kind", "id", "changes", "heads", "by", "byAll"}, nil},
+		{"changes-cells", []string{"kind", "id", "changes", "heads", "by", "cells"}, nil},
+		{"provenance", []string{"kind", "rid", "id"}, nil},
+		{"presence-publish", []string{"kind", "state"}, nil},
+		{"presence", []string{"kind", "conn", "member", "state"}, nil},
+		{"presence-left", []string{"kind", "conn", "member", "left"}, nil},
+		{"provenance-reply", []string{"kind", "rid", "id", "ok", "provenance"}, true},
 		{"doc", []string{"kind", "id", "doc", "heads"}, nil},
 		{"doc-deflated", []string{"kind", "id", "doc", "heads", "deflated"}, nil},
 		{"hello-deflate", []string{"kind", "v", "deflate"}, nil},
@@ -580,6 +587,10 @@ func TestDecodeMalformed(t *testing.T) {
 		{"json v a string", Text, []byte(`{"kind":"hello","v":"one"}`), false},
 		{"json heads a string", Text, []byte(`{"kind":"question:submit","rid":"r","items":[{"id":"d1","heads":"` + h + `"}]}`), true},
 		{"json changes not base64", Text, []byte(`{"kind":"question:edit","rid":"r","id":"d1","changes":"!!"}`), true},
+		{"presence selection of three", Text, []byte(`{"kind":"question:presence","state":{"selection":[1,2,3]}}`), false},
+		{"presence selection negative", Text, []byte(`{"kind":"question:presence","state":{"selection":[-1,2]}}`), false},
+		{"presence field too long", Text, []byte(`{"kind":"question:presence","state":{"field":"` + strings.Repeat("f", 201) + `"}}`), false},
+		{"presence decision too long", Text, []byte(`{"kind":"question:presence","state":{"decision":"` + strings.Repeat("d", 65) + `"}}`), false},
 		{"json reply heads a string", Text, []byte(`{"kind":"question:edit","rid":"r","ok":true,"heads":"` + h + `"}`), false},
 		{"json reply record an array", Text, []byte(`{"kind":"question:reopen","rid":"r","ok":true,"record":[]}`), false},
 		{"msgpack reply results a string", Binary, msgpackMap(t, map[string]any{"kind": KindSubmit, "ok": true, "results": "none"}), false},
@@ -860,7 +871,7 @@ func TestKindStrings(t *testing.T) {
 		"question:expand", "question:sync", "question:doc", "question:changes", "question:created",
 		"question:meta", "question:resolved", "question:reopened", "question:discarded",
 		"question:option-added", "question:criterion-added",
-		"question:explore", "question:explore-stop", "question:take", "question:page"}
+		"question:explore", "question:explore-stop", "question:take", "question:page", "question:provenance", "question:presence"}
 	got := Kinds()
 	if len(got) != len(want) {
 		t.Fatalf("%d kinds, want %d", len(got), len(want))
@@ -870,7 +881,7 @@ func TestKindStrings(t *testing.T) {
 			t.Errorf("kind %d is %q, want %q", i, k, want[i])
 		}
 	}
-	for _, k := range []Kind{KindConnected, KindReconnecting, KindEditRefused} {
+	for _, k := range []Kind{KindConnected, KindReconnecting, KindEditRefused, KindOverwritten} {
 		if slices.Contains(got, k) || newMessage(k) != nil {
 			t.Errorf("event kind %q is also a frame kind", k)
 		}

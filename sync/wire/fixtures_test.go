@@ -210,6 +210,9 @@ func baseFrames() []frame {
 		{name: "why", msg: &Why{Header: req(KindWhy, "r9"), ID: settled.ID, Text: "A template works on a new device without extra storage."}},
 		{name: "why-clear", msg: &Why{Header: req(KindWhy, "r10"), ID: settled.ID}},
 		{name: "sync", msg: &Sync{Header: hdr(KindSync), ID: open.ID, Msg: blob(64, 0x42)}},
+		{name: "provenance", msg: &Target{Header: req(KindProvenance, "r11"), ID: open.ID}},
+		{name: "presence-publish", msg: &Presence{Header: hdr(KindPresence), State: &PresenceState{Decision: open.ID, Question: "q1", Field: "text",
+			Selection: []int{4, 12}, Editing: true}}},
 
 		// Replies.
 		{reply: true, name: "create-reply", msg: &Reply{Header: req(KindCreate, "r1"), OK: true, Records: []question.Record{open, settled}}},
@@ -232,6 +235,12 @@ func baseFrames() []frame {
 			Criterion: &question.Criterion{ID: "c4", Label: "Works offline"}, Definition: &def}},
 		{reply: true, name: "criterion-refused", msg: &Reply{Header: req(KindCriterion, "r8"), ID: settled.ID,
 			Reason: question.Full, Message: "question q1 already has 5 criteria"}},
+		{reply: true, name: "provenance-reply", msg: &Reply{Header: req(KindProvenance, "r11"), ID: open.ID, OK: true,
+			Provenance: []question.CellProvenance{
+				{Generation: 1, Question: "q1", Kind: question.CellChoice, Value: "o2", By: "ada", At: tCreated, Change: h1},
+				{Generation: 1, Question: "q1", Kind: question.CellMark, Cell: "o2/c3", Value: "no", By: "ben", At: tSaved, Change: h3,
+					Was: "yes", WasBy: "ada"},
+			}}},
 		{reply: true, name: "why-reply", msg: &Reply{Header: req(KindWhy, "r9"), ID: settled.ID, OK: true, Record: &settled}},
 
 		// Broadcasts.
@@ -240,6 +249,16 @@ func baseFrames() []frame {
 		{name: "changes", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(120, 0x99), Heads: []string{h1, h3}, By: "ada"}},
 		{name: "changes-batched", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(360, 0x5a), Heads: []string{h3},
 			By: "ben", ByAll: []string{"ada", "sam", "ben"}}},
+		{name: "changes-cells", msg: &Changes{Header: hdr(KindChanges), ID: open.ID, Changes: blob(90, 0x33), Heads: []string{h3}, By: "ben",
+			Cells: []question.CellProvenance{
+				{Generation: 1, Question: "q1", Kind: question.CellMark, Cell: "o2/c3", Value: "no", By: "ben", At: tResaved, Change: h3,
+					Was: "yes", WasBy: "ada"},
+				{Generation: 1, Question: "q2", Kind: question.CellText, By: "ben", At: tFar, Change: h3},
+			}}},
+		{name: "presence", msg: &Presence{Header: hdr(KindPresence), Conn: "p7", Member: "ada",
+			State: &PresenceState{Decision: open.ID, Question: "q1", Field: "o2/c3"}}},
+		{name: "presence-left", msg: &Presence{Header: hdr(KindPresence), Conn: "p7", Member: "ada", Left: true}},
+		{name: "presence-silent", msg: &Presence{Header: hdr(KindPresence), Conn: "p8", Member: "ben", Silent: true}},
 		{name: "created", msg: &Event{Header: hdr(KindCreated), ID: open.ID, Record: &open}},
 		{name: "meta", msg: &Event{Header: hdr(KindMeta), ID: settled.ID, Record: &settled}},
 		{name: "resolved", msg: &Event{Header: hdr(KindResolved), ID: settled.ID, Record: &settled, Answer: settled.Answer}},

@@ -30,6 +30,10 @@ const (
 	KindCriterion Kind = "question:criterion"
 	KindWhy       Kind = "question:why"
 	KindExpand    Kind = "question:expand"
+	// KindProvenance asks who set each value of a decision's current
+	// draft (question.Authority.Provenance); members who may only read
+	// may ask. It takes a Target; the reply's Provenance holds the answer.
+	KindProvenance Kind = "question:provenance"
 
 	// Both directions: automerge sync traffic for catch-up.
 	KindSync Kind = "question:sync"
@@ -60,6 +64,11 @@ const (
 	// the accepted draft and the local changes not yet accepted are gone;
 	// otherwise the changes are kept and sent again with the next edit.
 	KindEditRefused Kind = "edit-refused"
+	// KindOverwritten: another member's accepted edit replaced a value
+	// this member had set (a mark, a choice or a written answer); Cell
+	// says which, what it holds now and what it replaced, and By who
+	// replaced it. Reported once, when the change arrives.
+	KindOverwritten Kind = "overwritten"
 )
 
 // Kinds lists every frame kind of this protocol version, in the order
@@ -68,7 +77,7 @@ func Kinds() []Kind {
 	return []Kind{KindHello, KindWelcome, KindError, KindCreate, KindEdit, KindSubmit, KindReopen, KindDiscard,
 		KindOption, KindCriterion, KindWhy, KindExpand, KindSync, KindDoc, KindChanges, KindCreated, KindMeta,
 		KindResolved, KindReopened, KindDiscarded, KindOptionAdded, KindCriterionAdded,
-		KindExplore, KindExploreStop, KindTake, KindPage}
+		KindExplore, KindExploreStop, KindTake, KindPage, KindProvenance, KindPresence}
 }
 
 // Message is any frame of the protocol.
@@ -205,6 +214,8 @@ type Reply struct {
 	Repeated   bool                 `json:"repeated,omitempty"`
 	Doc        []byte               `json:"doc,omitempty"`
 	Finding    *question.Finding    `json:"finding,omitempty"`
+	// Provenance answers question:provenance.
+	Provenance []question.CellProvenance `json:"provenance,omitempty"`
 }
 
 // SubmitResult is one decision's outcome within a Submit reply.
@@ -235,14 +246,18 @@ type Doc struct {
 // concatenation of the accepted change chunks in commit order, Heads the
 // heads after the last, By the author of the last, and ByAll every
 // author, in the order of their first change, each once (absent when the
-// frame carries one accepted edit).
+// frame carries one accepted edit). Cells are the values the accepted
+// edits changed, each attributed to its member with what it replaced and
+// who had set that (question.CellProvenance), in commit order: a replica
+// tells its member when someone else replaced their value.
 type Changes struct {
 	Header
-	ID      string   `json:"id"`
-	Changes []byte   `json:"changes"`
-	Heads   []string `json:"heads"`
-	By      string   `json:"by,omitempty"`
-	ByAll   []string `json:"byAll,omitempty"`
+	ID      string                    `json:"id"`
+	Changes []byte                    `json:"changes"`
+	Heads   []string                  `json:"heads"`
+	By      string                    `json:"by,omitempty"`
+	ByAll   []string                  `json:"byAll,omitempty"`
+	Cells   []question.CellProvenance `json:"cells,omitempty"`
 }
 
 // Event announces a committed change of a record: created, meta,

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/accord-crdt/accord/question"
+)
+
+// auditHandler serves GET /admin/audit?doc=DOC&decision=ID to a bearer of
+// token: the decision's whole history as NDJSON (question.AuditExport,
+// schema in docs/AUDIT.md). The export is taken on the document's
+// goroutine, which only copies the record and shares the stored draft;
+// it is written to the client afterwards, so a slow download holds up
+// nobody's edits. Without a token the endpoint is disabled: every
+// request gets 404.
+func (a *app) auditHandler(token string, log *slog.Logger) http.Handler {
+	if token == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "audit exports over HTTP are disabled: start the server with ACCORD_ADMIN_TOKEN set", http.StatusNotFound)
+		})
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="accord-admin"`)
+			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
+			return
+		}
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "GET an audit export", http.StatusMethodNotAllowed)
+			return
+		}
+		doc, id := r.URL.Query().Get("doc"), r.URL.Query().Get("decision")
+		if doc == "" {
+			doc = demoDoc
+		}
+		if id == "" || len(id) > 64 || len(doc) > 256 {
+			http.Error(w, "name the decision: ?decision=ID (and ?doc=DOC)", http.StatusBadRequest)
+			return
+		}
+		var x *question.AuditExport
+		err := a.srv.Do(r.Context(), doc, func(au *question.Authority) error {
+			var err error
+			x, err = au.Audit(id)
+			return err
+		})
+		var ref *question.Refusal
+		switch {
+		case errors.As(err, &ref) && ref.Reason == question.NotFound:
+			refuse(w, http.StatusNotFound, string(ref.Reason), ref.Message)
+			return
+		case err != nil:
+			refuseErr(w, log, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.audit.ndjson"`)
+		if err := x.WriteTo(r.Context(), w); err != nil {
+			log.Warn("audit export cut short", "doc", doc, "decision", id, "err", err)
+		}
+	})
+}

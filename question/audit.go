@@ -1,0 +1,288 @@
+package question
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+)
+
+// AuditVersion is the version of the audit export's schema
+// (docs/AUDIT.md). A reader refuses events of another version.
+const AuditVersion = 1
+
+// Audit event types.
+const (
+	AuditDecision    = "decision"    // the decision as created: key, origin, definition
+	AuditAppend      = "append"      // an option or criterion appended (its key in Key)
+	AuditAttribution = "attribution" // who last set each value as of the last compaction
+	AuditEdit        = "edit"        // an accepted draft edit: member, time, changes, cells
+	AuditSave        = "save"        // a save: the answer with its attribution
+	AuditReopen      = "reopen"      // a reopen: the generation it opened
+	AuditDiscard     = "discard"     // the decision set aside
+	AuditFinding     = "finding"     // a finding (research, investigation, ask, take, stop) as it stands
+	AuditEnd         = "end"         // the decision as it stands: status and generation
+)
+
+// AuditEvent is one line of an audit export.
+type AuditEvent struct {
+	V          int              `json:"v"`
+	Type       string           `json:"type"`
+	Decision   string           `json:"decision"`
+	Generation uint64           `json:"generation,omitempty"`
+	By         string           `json:"by,omitempty"`
+	At         *time.Time       `json:"at,omitempty"`
+	Key        string           `json:"key,omitempty"`
+	Origin     Origin           `json:"origin,omitempty"`
+	Definition *Definition      `json:"definition,omitempty"`
+	Append     *Appended        `json:"append,omitempty"`
+	Changes    []string         `json:"changes,omitempty"`
+	Cells      []CellProvenance `json:"cells,omitempty"`
+	Answer     *Answer          `json:"answer,omitempty"`
+	Why        string           `json:"why,omitempty"`
+	Finding    *Finding         `json:"finding,omitempty"`
+	Status     Status           `json:"status,omitempty"`
+}
+
+// AuditExport is one decision's history as the authority held it when
+// Audit was called: its record and its stored draft (the very bytes the
+// store holds, shared, never copied). Writing it needs no authority, so a
+// slow reader of an export holds up nothing.
+type AuditExport struct {
+	rec    Record
+	stored [][]byte // snapshot first, then chunks
+	logBad func(error)
+}
+
+// Audit returns the history of a decision, for WriteTo. It is cheap: the
+// record is copied, the stored draft shared.
+func (a *Authority) Audit(id string) (*AuditExport, error) {
+	d, ok := a.decisions[id]
+	if !ok {
+		return nil, a.missing(id)
+	}
+	parts := append([][]byte{d.stored.Snapshot}, d.stored.Chunks...)
+	doc := a.opts.Doc
+	log := a.opts.Logger
+	return &AuditExport{rec: cloneRecord(d.rec), stored: parts, logBad: func(err error) {
+		log.Warn("question: audit export: a provenance record cannot be read; its edit is left out", "doc", doc, "decision", id, "err", err)
+	}}, nil
+}
+
+// WriteTo writes the export as NDJSON, one AuditEvent a line, in the
+// order of time as far as it is known: the decision, its appends, the
+// attribution kept by the last compaction, then edits, saves, reopens,
+// a discard and findings merged by time, and an end event. Edits are
+// read from the stored chunks one at a time as they are written.
+func (x *AuditExport) WriteTo(ctx context.Context, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	rec := &x.rec
+	emit := func(e AuditEvent) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e.V, e.Decision = AuditVersion, rec.ID
+		return enc.Encode(e)
+	}
+	created := rec.CreatedAt
+	def := rec.Definition
+	if err := emit(AuditEvent{Type: AuditDecision, Generation: 1, By: rec.CreatedBy, At: &created, Key: rec.Key,
+		Origin: rec.Origin, Definition: &def}); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(rec.Appended)) {
+		ap := rec.Appended[k]
+		if err := emit(AuditEvent{Type: AuditAppend, Key: k, Append: &ap}); err != nil {
+			return err
+		}
+	}
+	lifecycle := x.lifecycle()
+	next := 0
+	flushUntil := func(t *time.Time) error {
+		for ; next < len(lifecycle) && (t == nil || !lifecycle[next].At.After(*t)); next++ {
+			if err := emit(lifecycle[next]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, part := range x.stored {
+		meta, _, err := splitDraft(part)
+		if err != nil {
+			return fmt.Errorf("question: audit export of %q: %w", rec.ID, err)
+		}
+		if meta == nil {
+			continue
+		}
+		pr, err := readProvRecord(meta)
+		if err != nil {
+			x.logBad(err)
+			continue
+		}
+		if i == 0 || pr.Whole {
+			for _, g := range generationsOf(pr.Cells) {
+				if err := emit(AuditEvent{Type: AuditAttribution, Generation: g, Cells: cellsOf(pr.Cells, g)}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := flushUntil(pr.At); err != nil {
+			return err
+		}
+		e := AuditEvent{Type: AuditEdit, By: pr.By, At: pr.At, Changes: pr.Changes, Cells: pr.Cells}
+		if len(pr.Cells) > 0 {
+			e.Generation = pr.Cells[0].Generation
+		}
+		if err := emit(e); err != nil {
+			return err
+		}
+	}
+	if err := flushUntil(nil); err != nil {
+		return err
+	}
+	if err := emit(AuditEvent{Type: AuditEnd, Generation: rec.Generation, Status: rec.Status}); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// lifecycle returns the record's saves, reopens, discard and findings as
+// events sorted by time (a save before the reopen of the same instant).
+func (x *AuditExport) lifecycle() []AuditEvent {
+	rec := &x.rec
+	var out []AuditEvent
+	save := func(a Answer, why string) {
+		a = cloneAnswer(a)
+		at := a.At
+		out = append(out, AuditEvent{Type: AuditSave, Generation: a.Generation, By: a.By, At: &at, Answer: &a, Why: why})
+	}
+	for _, h := range rec.History {
+		save(h.Answer, h.Why)
+		at := h.ReopenedAt
+		out = append(out, AuditEvent{Type: AuditReopen, Generation: h.Generation + 1, By: h.ReopenedBy, At: &at})
+	}
+	if rec.Answer != nil {
+		save(*rec.Answer, rec.Why)
+	}
+	if rec.Status == Discarded {
+		at := rec.DiscardedAt
+		out = append(out, AuditEvent{Type: AuditDiscard, Generation: rec.Generation, By: rec.DiscardedBy, At: &at})
+	}
+	for _, f := range rec.Findings {
+		at := f.At
+		out = append(out, AuditEvent{Type: AuditFinding, By: f.By, At: &at, Finding: &f})
+	}
+	slices.SortStableFunc(out, func(a, b AuditEvent) int { return a.At.Compare(*b.At) })
+	return out
+}
+
+func generationsOf(cells []CellProvenance) []uint64 {
+	var gs []uint64
+	for _, c := range cells {
+		if !slices.Contains(gs, c.Generation) {
+			gs = append(gs, c.Generation)
+		}
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+func cellsOf(cells []CellProvenance, g uint64) []CellProvenance {
+	var out []CellProvenance
+	for _, c := range cells {
+		if c.Generation == g {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AuditState is what ReplayAudit rebuilds from an export: the decision's
+// status, generation, who set each value of the current draft, and the
+// saved answers by generation.
+type AuditState struct {
+	Decision   string
+	Status     Status
+	Generation uint64
+	Provenance []CellProvenance
+	Answers    map[uint64]Answer
+}
+
+// ErrAudit is returned (wrapped) for an export ReplayAudit cannot read.
+var ErrAudit = errors.New("question: bad audit export")
+
+// maxAuditLine bounds one line of an export when reading it: an
+// attribution event holds one generation's values.
+const maxAuditLine = 64 << 20
+
+// ReplayAudit reads an export and rebuilds the decision's state from its
+// events alone.
+func ReplayAudit(r io.Reader) (*AuditState, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxAuditLine)
+	st := &AuditState{Answers: map[uint64]Answer{}}
+	index := provIndex{}
+	line, ended := 0, false
+	for sc.Scan() {
+		line++
+		var e AuditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrAudit, line, err)
+		}
+		if e.V != AuditVersion {
+			return nil, fmt.Errorf("%w: line %d: version %d; this build reads %d", ErrAudit, line, e.V, AuditVersion)
+		}
+		if ended {
+			return nil, fmt.Errorf("%w: line %d: an event after the end", ErrAudit, line)
+		}
+		if line == 1 {
+			if e.Type != AuditDecision {
+				return nil, fmt.Errorf("%w: the first event is %q, not a decision", ErrAudit, e.Type)
+			}
+			st.Decision, st.Status, st.Generation = e.Decision, Open, 1
+			continue
+		}
+		if e.Decision != st.Decision {
+			return nil, fmt.Errorf("%w: line %d: an event of decision %q in an export of %q", ErrAudit, line, e.Decision, st.Decision)
+		}
+		switch e.Type {
+		case AuditAppend, AuditFinding:
+		case AuditAttribution, AuditEdit:
+			index = index.apply(e.Cells)
+		case AuditSave:
+			if e.Answer == nil {
+				return nil, fmt.Errorf("%w: line %d: a save without its answer", ErrAudit, line)
+			}
+			st.Answers[e.Answer.Generation] = *e.Answer
+			st.Status = Settled
+		case AuditReopen:
+			st.Status, st.Generation = Open, e.Generation
+		case AuditDiscard:
+			st.Status = Discarded
+		case AuditEnd:
+			if e.Status != st.Status || e.Generation != st.Generation {
+				return nil, fmt.Errorf("%w: the events rebuild %s at generation %d, the end says %s at %d", ErrAudit,
+					st.Status, st.Generation, e.Status, e.Generation)
+			}
+			ended = true
+		default:
+			return nil, fmt.Errorf("%w: line %d: unknown event type %q", ErrAudit, line, e.Type)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	if !ended {
+		return nil, fmt.Errorf("%w: no end event: the export was cut short", ErrAudit)
+	}
+	st.Provenance = index.generation(st.Generation)
+	sortCells(st.Provenance)
+	return st, nil
+}
