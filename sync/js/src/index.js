@@ -45,3 +45,17 @@ export async function connect(opts) {
   }
   return client;
 }
+
+/**
+ * @typedef {import("./client.js").ClientOptions} ClientOptions
+ * @typedef {import("./client.js").Decision} Decision
+ * @typedef {import("./client.js").DecisionRecord} DecisionRecord
+ * @typedef {import("./client.js").DecisionState} DecisionState
+ * @typedef {import("./client.js").Definition} Definition
+ * @typedef {import("./client.js").Question} Question
+ * @typedef {import("./client.js").Item} Item
+ * @typedef {import("./client.js").Finding} Finding
+ * @typedef {import("./client.js").Note} Note
+ * @typedef {import("./storage.js").Storage} Storage
+ * @typedef {import("./replica.js").QuestionDraft} QuestionDraft
+ */

@@ -13,6 +13,17 @@ export function connect(opts: import("./client.js").ClientOptions & {
 }): Promise<Client>;
 /** automerge itself (the slim build the client uses), for reading a replica's document directly. */
 export const automerge: typeof R.A;
+export type ClientOptions = import("./client.js").ClientOptions;
+export type Decision = import("./client.js").Decision;
+export type DecisionRecord = import("./client.js").DecisionRecord;
+export type DecisionState = import("./client.js").DecisionState;
+export type Definition = import("./client.js").Definition;
+export type Question = import("./client.js").Question;
+export type Item = import("./client.js").Item;
+export type Finding = import("./client.js").Finding;
+export type Note = import("./client.js").Note;
+export type Storage = import("./storage.js").Storage;
+export type QuestionDraft = import("./replica.js").QuestionDraft;
 import { Client } from "./client.js";
 import * as R from "./replica.js";
 export { Client, display, findingsOf, forward, syncURL } from "./client.js";
