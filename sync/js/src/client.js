@@ -178,11 +178,11 @@ export class Client {
   }
 
   notify() {
+    this.version++; // state() reads afresh from now on
     if (this.notifyQueued) return;
     this.notifyQueued = true;
     queueMicrotask(() => {
       this.notifyQueued = false;
-      this.version++;
       this.scheduleStore();
       for (const fn of this.listeners) fn();
     });
@@ -302,7 +302,7 @@ export class Client {
         damaged++;
         this.decisions.delete(id);
         this.order = this.order.filter((x) => x !== id);
-        console.warn("stored draft", id, e);
+        console.warn(`stored draft ${id}: ${e instanceof Error ? e.message : e}`);
       }
     }
     if (damaged) {
@@ -311,7 +311,7 @@ export class Client {
   }
 
   scheduleStore() {
-    if (!this.storage || !this.restored || !this.member || this.storeTimer) return;
+    if (!this.storage || !this.restored || !this.member || this.storeTimer || this.stopped) return;
     let changed = false;
     for (const d of this.decisions.values()) if (d.doc && d.stored !== storedSignature(d)) changed = true;
     if (!changed) return;
@@ -350,9 +350,11 @@ export class Client {
     }
     const value = { v: STORE_VERSION, doc: this.doc, member: this.member, order: Object.keys(decisions), decisions };
     const key = this.storageKey();
+    // Marked stored before the write ends: a failed write is tried again
+    // with the next change, not in a loop.
+    for (const [d, sig] of signed) d.stored = sig;
     this.storing = this.storing.then(() => storage.put(key, value)).then(
       () => {
-        for (const [d, sig] of signed) d.stored = sig;
         if (this.storageProblem?.reason === "quota") {
           this.storageProblem = null;
           if (this.note?.text === QUOTA) this.note = null;
@@ -381,7 +383,7 @@ export class Client {
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.storeTimer) this.flushStorage(); // what was edited last is kept too
+    if (this.storage && this.restored) this.flushStorage(); // what was edited last is kept too
     clearTimeout(this.applyTimer);
     const ws = this.ws;
     this.ws = null;
@@ -424,6 +426,9 @@ export class Client {
       }
       this.receive(ws, m);
     };
+    // An error is followed by close, which redials; without a handler
+    // Node's ws throws it.
+    ws.onerror = () => {};
     ws.onclose = () => {
       if (ws !== this.ws) return;
       this.ws = null;

@@ -61,6 +61,8 @@ export class TestServer {
     const done = new Promise((resolve) => proc.once("exit", resolve));
     proc.kill("SIGTERM");
     await done;
+    proc.stdin?.destroy();
+    proc.stdout?.destroy();
   }
 
   async close() {
