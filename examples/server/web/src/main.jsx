@@ -135,7 +135,12 @@ function App({ session, me }) {
     setClient(c);
     // For debugging and browser tests: the live client (replicas, records).
     /** @type {any} */ (window).accord = c;
+    // Drafts are written a moment after each change; a closing tab
+    // writes what is left.
+    const keep = () => void c.flushStorage();
+    addEventListener("pagehide", keep);
     return () => {
+      removeEventListener("pagehide", keep);
       off();
       c.stop();
     };

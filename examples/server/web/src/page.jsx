@@ -63,7 +63,12 @@ function useChild(childId, member) {
     c.start();
     setChild(c);
     /** @type {any} */ (window).accordNotes = c;
+    // Drafts are written a moment after each change; a closing tab
+    // writes what is left.
+    const keep = () => void c.flushStorage();
+    addEventListener("pagehide", keep);
     return () => {
+      removeEventListener("pagehide", keep);
       off();
       c.stop();
       setChild(null);
