@@ -241,3 +241,15 @@ test("a full storage is reported and editing goes on", async () => {
     ana.stop();
   }
 });
+
+test("the README's quick start runs", async () => {
+  const { execFile } = await import("node:child_process");
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ["examples/quickstart.mjs", server.url], { cwd: new URL("..", import.meta.url).pathname, timeout: 30000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${err.message}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+  assert.match(String(out), /refused: duplicate/);
+  assert.match(String(out), /ben sees: "The team runs it already\.", settled/);
+});
