@@ -1,7 +1,7 @@
 package interop_test
 
 // The page client's per-change cost as a decision's history grows
-// (web/bench/apply.mjs, under Node): BenchmarkPageClientApply reports its
+// (sync/js/bench/apply.mjs, under Node): BenchmarkPageClientApply reports its
 // figures; TestPageClientBenchRuns runs it small, for its own checks (the
 // client converges with the writer and reads the same values), never for
 // its timings.
