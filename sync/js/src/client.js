@@ -60,7 +60,7 @@ const A = R.A;
  *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
  * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
  *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
- *   storeDelay?: number, requestTimeout?: number}} ClientOptions
+ *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number}} ClientOptions
  *
  * known holds every hash that has been one of the replica's heads since it
  * last took a whole document (or since its history was last all accepted;
@@ -106,6 +106,9 @@ export class Client {
     this.restoring = null;
     /** whether stored drafts were restored */
     this.restored = false;
+    /** false once the stored drafts could not be read: they are then left as they are, for a later start */
+    this.keepsDrafts = true;
+    this.restoreTimeout = opts.restoreTimeout ?? 10000;
     this.storeTimer = /** @type {any} */ (null);
     /** @type {Promise<void>} the last write to storage */
     this.storing = Promise.resolve();
@@ -234,7 +237,8 @@ export class Client {
 
   /**
    * Reads the stored drafts once (bounded: a storage that does not answer
-   * within 3 s is reported and the client goes on without it).
+   * within restoreTimeout is reported and the client goes on without it,
+   * leaving the stored drafts untouched for a later start).
    * @returns {Promise<void>}
    */
   restore() {
@@ -251,12 +255,13 @@ export class Client {
     let late = null;
     const read = Promise.resolve().then(() => storage.get(key));
     const timeout = new Promise((resolve) => {
-      late = setTimeout(() => resolve(TIMED_OUT), 3000);
+      late = setTimeout(() => resolve(TIMED_OUT), this.restoreTimeout);
     });
     this.restoring = Promise.race([read, timeout]).then(
       (v) => {
         clearTimeout(late);
         if (v === TIMED_OUT) {
+          this.keepsDrafts = false;
           this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read in time: showing the server's document."));
           return;
         }
@@ -264,6 +269,7 @@ export class Client {
       },
       (e) => {
         clearTimeout(late);
+        this.keepsDrafts = false;
         this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read: showing the server's document.", e));
       },
     ).finally(() => {
@@ -311,7 +317,7 @@ export class Client {
   }
 
   scheduleStore() {
-    if (!this.storage || !this.restored || !this.member || this.storeTimer || this.stopped) return;
+    if (!this.storage || !this.restored || !this.keepsDrafts || !this.member || this.storeTimer || this.stopped) return;
     let changed = false;
     for (const d of this.decisions.values()) if (d.doc && d.stored !== storedSignature(d)) changed = true;
     if (!changed) return;
@@ -336,7 +342,7 @@ export class Client {
   /** @returns {Promise<void>} */
   store() {
     const storage = this.storage;
-    if (!storage || !this.restored || !this.member) return this.storing;
+    if (!storage || !this.restored || !this.keepsDrafts || !this.member) return this.storing;
     /** @type {Record<string, any>} */
     const decisions = {};
     /** @type {[Decision, string][]} */
@@ -353,7 +359,10 @@ export class Client {
     // Marked stored before the write ends: a failed write is tried again
     // with the next change, not in a loop.
     for (const [d, sig] of signed) d.stored = sig;
-    this.storing = this.storing.then(() => storage.put(key, value)).then(
+    // Not chained after the previous write: a closing page has time only
+    // for what starts now. Each write holds every draft, and IndexedDB
+    // runs writes to one store in the order they began.
+    const write = Promise.resolve().then(() => storage.put(key, value)).then(
       () => {
         if (this.storageProblem?.reason === "quota") {
           this.storageProblem = null;
@@ -366,6 +375,7 @@ export class Client {
         else this.storageFailed(new StorageError("unavailable", "Drafts could not be saved on this device; they are kept while the page stays open.", e));
       },
     );
+    this.storing = Promise.all([this.storing, write]).then(() => {});
     return this.storing;
   }
 
@@ -576,8 +586,10 @@ export class Client {
         this.conn = "open";
         this.member = m.member || this.member;
         this.write = m.write === true;
-        this.note = null;
+        // A storage problem stays said: the draft shown is the server's.
+        if (!this.storageProblem || this.note?.text !== this.storageProblem.message) this.note = null;
         for (const r of m.records || []) this.adoptRecord(r);
+        this.dropUnnamed(m.records || []);
         return;
       case "question:doc":
         return this.applyDoc(m);
@@ -610,6 +622,19 @@ export class Client {
       this.order.push(id);
     }
     return d;
+  }
+
+  /**
+   * Forgets decisions the welcome does not name (restored from storage
+   * but gone from the server): the welcome lists every decision of the
+   * document, and ready() waits for each held one.
+   * @param {any[]} records
+   */
+  dropUnnamed(records) {
+    const named = new Set(records.map((r) => r && r.id));
+    if (this.order.every((id) => named.has(id))) return;
+    for (const id of this.order) if (!named.has(id)) this.decisions.delete(id);
+    this.order = this.order.filter((id) => named.has(id));
   }
 
   /** @param {DecisionRecord} rec */

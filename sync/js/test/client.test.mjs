@@ -212,12 +212,26 @@ test("a damaged or foreign store is reported and never blocks opening", async ()
   await c.flush();
   c.stop();
 
-  const broken = { get: async () => { throw new Error("disk gone"); }, put: async () => {}, delete: async () => {} };
+  // A storage that cannot be read, or does not answer, is not written
+  // either: the drafts it may hold are left for a later start.
+  let puts = 0;
+  const broken = { get: async () => { throw new Error("disk gone"); }, put: async () => { puts++; }, delete: async () => {} };
   problems = [];
   c = await server.client(doc, "ana", { storage: broken, onStorageError: (/** @type {StorageError} */ e) => problems.push(e) });
   assert.deepEqual(problems.map((e) => e.reason), ["unavailable"]);
   assert.equal(c.state(id).questions.why.text, "Works from the server's document.");
+  c.setText(id, "why", "Edited while the storage is broken.");
+  await c.flushStorage();
   c.stop();
+  assert.equal(puts, 0);
+
+  const silent = { get: () => new Promise(() => {}), put: async () => { puts++; }, delete: async () => {} };
+  problems = [];
+  c = await server.client(doc, "ana", { storage: silent, restoreTimeout: 200, onStorageError: (/** @type {StorageError} */ e) => problems.push(e) });
+  assert.deepEqual(problems.map((e) => e.reason), ["unavailable"]);
+  assert.equal(c.state(id).questions.why.text, "Edited while the storage is broken.");
+  c.stop();
+  assert.equal(puts, 0);
 });
 
 test("a full storage is reported and editing goes on", async () => {
@@ -252,4 +266,27 @@ test("the README's quick start runs", async () => {
   });
   assert.match(String(out), /refused: duplicate/);
   assert.match(String(out), /ben sees: "The team runs it already\.", settled/);
+});
+
+test("a stored decision the server no longer has is dropped, and connecting still ends", async () => {
+  const [doc, id] = await fresh();
+  const storage = new MemoryStorage();
+  const ana = await server.client(doc, "ana", { storage });
+  ana.setText(id, "why", "Kept.");
+  await ana.flush();
+  const key = ana.storageKey();
+  ana.stop();
+  await ana.storing;
+  const v = await storage.get(key);
+  v.decisions.ghost = { ...v.decisions[id], record: { ...v.decisions[id].record, id: "ghost" } };
+  v.order.push("ghost");
+  await storage.put(key, v);
+
+  const again = await server.client(doc, "ana", { storage });
+  try {
+    assert.deepEqual(again.list().map((r) => r.id), [id]);
+    assert.equal(again.state(id).questions.why.text, "Kept.");
+  } finally {
+    again.stop();
+  }
 });

@@ -44,6 +44,9 @@ export class Client {
     restoring: Promise<void> | null;
     /** whether stored drafts were restored */
     restored: boolean;
+    /** false once the stored drafts could not be read: they are then left as they are, for a later start */
+    keepsDrafts: boolean;
+    restoreTimeout: number;
     storeTimer: any;
     /** @type {Promise<void>} the last write to storage */
     storing: Promise<void>;
@@ -143,7 +146,8 @@ export class Client {
     storageFailed(err: StorageError): void;
     /**
      * Reads the stored drafts once (bounded: a storage that does not answer
-     * within 3 s is reported and the client goes on without it).
+     * within restoreTimeout is reported and the client goes on without it,
+     * leaving the stored drafts untouched for a later start).
      * @returns {Promise<void>}
      */
     restore(): Promise<void>;
@@ -205,6 +209,13 @@ export class Client {
      * @returns {Decision}
      */
     decision(id: string): Decision;
+    /**
+     * Forgets decisions the welcome does not name (restored from storage
+     * but gone from the server): the welcome lists every decision of the
+     * document, and ready() waits for each held one.
+     * @param {any[]} records
+     */
+    dropUnnamed(records: any[]): void;
     /** @param {DecisionRecord} rec */
     adoptRecord(rec: DecisionRecord): void;
     /**
@@ -625,6 +636,7 @@ export type ClientOptions = {
     onStorageError?: (err: StorageError) => void;
     storeDelay?: number;
     requestTimeout?: number;
+    restoreTimeout?: number;
 };
 import { StorageError } from "./errors.js";
 import * as R from "./replica.js";

@@ -6,7 +6,7 @@ import { render } from "preact";
 import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import { useSyncedField } from "./synced-field.js";
 import { Client, MARKS, display, init } from "@accord-crdt/client";
-import { drafts, edit, settled } from "./work.js";
+import { drafts, edit, settled, startWork } from "./work.js";
 import { CardResearch, ExpandButton, FindingsButton, personName, usePageParam, useRoster } from "./research.jsx";
 import { DecisionPage } from "./page.jsx";
 import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
@@ -135,6 +135,7 @@ function App({ session, me }) {
     setClient(c);
     // For debugging and browser tests: the live client (replicas, records).
     /** @type {any} */ (window).accord = c;
+    /** @type {any} */ (window).accordStartWork = (/** @type {string} */ id, /** @type {"research"|"spike"} */ kind, /** @type {string} */ focus) => startWork(c, id, kind, focus);
     // Drafts are written a moment after each change; a closing tab
     // writes what is left.
     const keep = () => void c.flushStorage();
