@@ -110,6 +110,9 @@ export class Client {
     this.keepsDrafts = true;
     this.restoreTimeout = opts.restoreTimeout ?? 10000;
     this.storeTimer = /** @type {any} */ (null);
+    /** whether a local edit is waiting to be written, and whether the timer set is for one */
+    this.editedSinceStore = false;
+    this.storeSoon = false;
     /** @type {Promise<void>} the last write to storage */
     this.storing = Promise.resolve();
     /** bumped on every notification; a state() snapshot is reused until it changes */
@@ -317,14 +320,20 @@ export class Client {
   }
 
   scheduleStore() {
-    if (!this.storage || !this.restored || !this.keepsDrafts || !this.member || this.storeTimer || this.stopped) return;
+    if (!this.storage || !this.restored || !this.keepsDrafts || !this.member || this.stopped) return;
+    // A local edit is written at once (a tab may close any moment after
+    // it); what arrives from the server can wait a little and go together.
+    const soon = this.editedSinceStore;
+    if (this.storeTimer && (this.storeSoon || !soon)) return;
     let changed = false;
     for (const d of this.decisions.values()) if (d.doc && d.stored !== storedSignature(d)) changed = true;
     if (!changed) return;
+    clearTimeout(this.storeTimer);
+    this.storeSoon = soon;
     this.storeTimer = setTimeout(() => {
       this.storeTimer = null;
       this.store();
-    }, this.storeDelay);
+    }, soon ? 0 : this.storeDelay);
   }
 
   /**
@@ -359,6 +368,7 @@ export class Client {
     // Marked stored before the write ends: a failed write is tried again
     // with the next change, not in a loop.
     for (const [d, sig] of signed) d.stored = sig;
+    this.editedSinceStore = false;
     // Not chained after the previous write: a closing page has time only
     // for what starts now. Each write holds every draft, and IndexedDB
     // runs writes to one store in the order they began.
@@ -967,6 +977,7 @@ export class Client {
     noteHeads(d, A.getHeads(next));
     d.held = false;
     d.edited = true;
+    this.editedSinceStore = true;
     if (d.note && d.note.tone !== "error") d.note = null;
     this.push(d);
     this.notify();

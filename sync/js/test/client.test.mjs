@@ -221,6 +221,7 @@ test("a damaged or foreign store is reported and never blocks opening", async ()
   assert.deepEqual(problems.map((e) => e.reason), ["unavailable"]);
   assert.equal(c.state(id).questions.why.text, "Works from the server's document.");
   c.setText(id, "why", "Edited while the storage is broken.");
+  await c.flush();
   await c.flushStorage();
   c.stop();
   assert.equal(puts, 0);

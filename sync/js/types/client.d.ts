@@ -48,6 +48,9 @@ export class Client {
     keepsDrafts: boolean;
     restoreTimeout: number;
     storeTimer: any;
+    /** whether a local edit is waiting to be written, and whether the timer set is for one */
+    editedSinceStore: boolean;
+    storeSoon: boolean;
     /** @type {Promise<void>} the last write to storage */
     storing: Promise<void>;
     /** bumped on every notification; a state() snapshot is reused until it changes */
