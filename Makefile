@@ -3,12 +3,13 @@ GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
 
-.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check mcp-agent
+.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check js-check mcp-agent
 
-# web-check and mcp-agent run before unit: they install the pinned npm
-# packages (npm ci) that the Go ↔ JavaScript interoperability test and the
-# MCP TypeScript SDK agent test need.
-test: fmt-check vet web-check mcp-agent unit
+# js-check, web-check and mcp-agent run before unit: they install the
+# pinned npm packages (npm ci) that the Go ↔ JavaScript interoperability
+# tests (sync/js/interop), the page's browser tests and the MCP TypeScript
+# SDK agent test need.
+test: fmt-check vet js-check web-check mcp-agent unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -57,6 +58,21 @@ web-check:
 	if ! diff -rq "$$tmp" dist; then \
 		echo "$(WEB)/dist does not match its sources: run 'make web' and commit web/dist"; exit 1; fi; \
 	echo "web-check: $(WEB)/dist matches its sources"
+
+# The browser and Node client package @accord-crdt/client (sync/js).
+JS := sync/js
+
+# js-check installs its pinned packages, type-checks it and fails if its
+# committed types/ (the .d.ts generated from its JSDoc) differ from its
+# sources, runs its Node tests against the real Go server (sync/js/test/server,
+# built by the tests) and checks its bundle size against its budget.
+js-check:
+	@cd $(JS) && npm ci --no-audit --no-fund --loglevel=error && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && npx tsc -p tsconfig.json --outDir "$$tmp" && \
+	if ! diff -r "$$tmp" types; then \
+		echo "$(JS)/types does not match its sources: run 'npm run types' in $(JS) and commit types/"; exit 1; fi && \
+	GO="$(GO)" npm test --silent && node scripts/size.mjs && \
+	echo "js-check: $(JS) types, tests and size ok"
 
 # mcp-agent installs the MCP TypeScript SDK pinned in
 # examples/server/mcp-agent/package-lock.json, which examples/server's

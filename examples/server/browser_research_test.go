@@ -438,7 +438,7 @@ func TestBrowserFindingsEviction(t *testing.T) {
 	id := ids["recovery"]
 	start := func(focus string) {
 		var errText string
-		ana.eval(fmt.Sprintf(`window.accord.startWork(%q, "research", %q)`, id, focus), &errText)
+		ana.eval(fmt.Sprintf(`window.accordStartWork(%q, "research", %q)`, id, focus), &errText)
 		if errText != "" {
 			t.Fatalf("research %q: %s", focus, errText)
 		}

@@ -1,13 +1,12 @@
 // The example server's page: the sample plan with its decision cards
 // beside their passages, each card a live view of a real automerge replica
-// (client.js, replica.js). See ../README.md for the data-testid list.
+// (the package @accord-crdt/client, sync/js). See ../README.md for the data-testid list.
 
 import { render } from "preact";
 import { useEffect, useReducer, useRef, useState } from "preact/hooks";
-import * as R from "./replica.js";
 import { useSyncedField } from "./synced-field.js";
-import { display } from "./client.js";
-import { PageClient as Client } from "./research-client.js";
+import { Client, MARKS, display, init } from "@accord-crdt/client";
+import { drafts, edit, settled, startWork } from "./work.js";
 import { CardResearch, ExpandButton, FindingsButton, personName, usePageParam, useRoster } from "./research.jsx";
 import { DecisionPage } from "./page.jsx";
 import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
@@ -15,8 +14,8 @@ import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
 const params = new URLSearchParams(location.search);
 
 /**
- * @typedef {import("./client.js").Decision} Decision
- * @typedef {import("./client.js").Question} Question
+ * @typedef {import("@accord-crdt/client").Decision} Decision
+ * @typedef {import("@accord-crdt/client").Question} Question
  * @typedef {{login: string, name: string, write: boolean, signIn?: string}} Member
  * @typedef {{doc: string, members: Member[], member?: Member}} Session
  * @typedef {import("./plan-edit.jsx").Block} Block
@@ -34,7 +33,7 @@ async function getJSON(url) {
 async function main() {
   const root = /** @type {HTMLElement} */ (document.getElementById("app"));
   try {
-    await R.init(new URL("automerge.wasm", location.href));
+    await init(new URL("automerge.wasm", location.href));
   } catch (e) {
     root.textContent = `This page needs WebAssembly to hold its replicas: ${e}`;
     return;
@@ -130,13 +129,19 @@ function App({ session, me }) {
   const feed = usePlanFeed(docId);
 
   useEffect(() => {
-    const c = new Client({ doc: docId, member });
+    const c = new Client({ doc: docId, member, storage: drafts });
     const off = c.subscribe(() => tick(1));
     c.start();
     setClient(c);
     // For debugging and browser tests: the live client (replicas, records).
     /** @type {any} */ (window).accord = c;
+    /** @type {any} */ (window).accordStartWork = (/** @type {string} */ id, /** @type {"research"|"spike"} */ kind, /** @type {string} */ focus) => startWork(c, id, kind, focus);
+    // Drafts are written a moment after each change; a closing tab
+    // writes what is left.
+    const keep = () => void c.flushStorage();
+    addEventListener("pagehide", keep);
     return () => {
+      removeEventListener("pagehide", keep);
       off();
       c.stop();
     };
@@ -337,7 +342,7 @@ function App({ session, me }) {
             class="btn primary"
             data-testid="savebar-submit"
             disabled={edited.length === 0 || !c.write || edited.some((d) => d.busy)}
-            onClick={() => c.save(edited.map((d) => d.id))}
+            onClick={() => settled(c.save(edited.map((d) => d.id)))}
           >
             {edited.some((d) => d.busy === "saving") ? "Saving…" : edited.length > 1 ? `Save ${edited.length}` : "Save"}
           </button>
@@ -574,7 +579,7 @@ function Card({ c, d, nameOf, review, link }) {
               data-testid={`save-${d.id}`}
               disabled={!canEdit || !answerable}
               aria-describedby={!answerable && c.write ? `hint-${d.id}` : undefined}
-              onClick={() => c.save([d.id])}
+              onClick={() => settled(c.save([d.id]))}
             >
               {d.busy === "saving" ? "Saving…" : "Save"}
             </button>
@@ -587,7 +592,7 @@ function Card({ c, d, nameOf, review, link }) {
         )}
         {open && <CardResearch c={c} d={d} nameOf={nameOf} />}
         {status === "settled" && (
-          <button type="button" class="btn outline" data-testid={`reopen-${d.id}`} disabled={!c.write || !!d.busy} onClick={() => c.reopen(d.id)}>
+          <button type="button" class="btn outline" data-testid={`reopen-${d.id}`} disabled={!c.write || !!d.busy} onClick={() => settled(c.reopen(d.id))}>
             {d.busy === "reopening" ? "Reopening…" : "Reopen"}
           </button>
         )}
@@ -605,7 +610,7 @@ function Card({ c, d, nameOf, review, link }) {
               data-testid={`discard-confirm-${d.id}`}
               onClick={async () => {
                 setConfirming(false);
-                await c.discard(d.id);
+                await settled(c.discard(d.id));
               }}
             >
               Discard
@@ -656,7 +661,7 @@ function QuestionView({ c, d, q, values, canEdit }) {
       <p class="qtext">{q.question}</p>
       {q.context && <p class="context">{q.context}</p>}
       {written ? (
-        <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => c.setText(d.id, q.id, t)} />
+        <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => edit(() => c.setText(d.id, q.id, t))} />
       ) : (
         <ChoiceView c={c} d={d} q={q} values={values} canEdit={canEdit} />
       )}
@@ -706,13 +711,13 @@ function ChoiceView({ c, d, q, values, canEdit }) {
             data-testid={`option-${d.id}-${q.id}-${o.id}`}
             checked={values.choices.includes(o.id)}
             disabled={!canEdit}
-            onChange={(e) => c.choose(d.id, q.id, o.id, e.currentTarget.checked, multiple)}
+            onChange={(e) => edit(() => c.choose(d.id, q.id, o.id, e.currentTarget.checked, multiple))}
           />
           <span>{o.label}</span>
         </label>
       ))}
       {!multiple && canEdit && values.choices.length > 0 && (
-        <button type="button" class="btn link" data-testid={`clear-choice-${d.id}-${q.id}`} onClick={() => c.choose(d.id, q.id, values.choices[0], false, false)}>
+        <button type="button" class="btn link" data-testid={`clear-choice-${d.id}-${q.id}`} onClick={() => edit(() => c.choose(d.id, q.id, values.choices[0], false, false))}>
           Clear choice
         </button>
       )}
@@ -762,11 +767,11 @@ function Matrix({ c, d, q, values, canEdit }) {
                       disabled={!canEdit}
                       onChange={(e) => {
                         const v = e.currentTarget.value;
-                        c.setMark(d.id, q.id, o.id, cr.id, v === "" ? null : /** @type {"yes"|"partly"|"no"} */ (v));
+                        edit(() => c.setMark(d.id, q.id, o.id, cr.id, v === "" ? null : /** @type {"yes"|"partly"|"no"} */ (v)));
                       }}
                     >
                       <option value="">—</option>
-                      {R.MARKS.map((k) => (
+                      {MARKS.map((k) => (
                         <option value={k} key={k}>
                           {MARK_LABEL[k]}
                         </option>
@@ -806,8 +811,7 @@ function AppendForm({ c, d, q, what, label, button, hint }) {
         e.preventDefault();
         const t = text.trim();
         if (!t) return;
-        const rep = await c.append(what, d.id, q.id, t);
-        if (rep && rep.ok) setText("");
+        if (await settled(c.append(what, d.id, q.id, t))) setText("");
       }}
     >
       <label for={id} class="sr-only">
@@ -859,8 +863,7 @@ function Why({ c, d, nameOf }) {
           class="whyform"
           onSubmit={async (e) => {
             e.preventDefault();
-            const rep = await c.why(d.id, text.trim());
-            if (rep && rep.ok) setEditing(false);
+            if (await settled(c.why(d.id, text.trim()))) setEditing(false);
           }}
         >
           <label for={`why-input-${d.id}`} class="sr-only">
@@ -888,8 +891,7 @@ function Why({ c, d, nameOf }) {
               data-testid={`why-clear-${d.id}`}
               disabled={!!d.busy}
               onClick={async () => {
-                const rep = await c.why(d.id, "");
-                if (rep && rep.ok) {
+                if (await settled(c.why(d.id, ""))) {
                   setEditing(false);
                   setText("");
                 }

@@ -5,12 +5,14 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useSyncedField } from "./synced-field.js";
-import { PageClient, findingsOf } from "./research-client.js";
+import { Client, findingsOf } from "@accord-crdt/client";
+import { drafts, settled as outcome } from "./work.js";
 import { Face, ResearchMenu, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
 
 /**
- * @typedef {import("./research-client.js").Finding} Finding
- * @typedef {import("./client.js").Decision} Decision
+ * @typedef {import("@accord-crdt/client").Finding} Finding
+ * @typedef {import("@accord-crdt/client").Decision} Decision
+ * @typedef {import("@accord-crdt/client").Client} PageClient
  */
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -56,12 +58,17 @@ function useChild(childId, member) {
   const [, setTick] = useState(0);
   useEffect(() => {
     if (!childId) return;
-    const c = new PageClient({ doc: childId, member });
+    const c = new Client({ doc: childId, member, storage: drafts });
     const off = c.subscribe(() => setTick((x) => x + 1));
     c.start();
     setChild(c);
     /** @type {any} */ (window).accordNotes = c;
+    // Drafts are written a moment after each change; a closing tab
+    // writes what is left.
+    const keep = () => void c.flushStorage();
+    addEventListener("pagehide", keep);
     return () => {
+      removeEventListener("pagehide", keep);
       off();
       c.stop();
       setChild(null);
@@ -88,7 +95,7 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   useEffect(() => {
     if (!d || childId || tried.current || !c.welcomed || !c.write) return;
     tried.current = true;
-    c.page(id);
+    outcome(c.page(id));
   });
 
   const back = () => showPage("");
@@ -123,11 +130,11 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   const title = questions[0].question;
 
   const saveOrReopen = settled ? (
-    <button type="button" class="btn outline" data-testid="page-reopen" disabled={!c.write || !!d.busy} onClick={() => c.reopen(id)}>
+    <button type="button" class="btn outline" data-testid="page-reopen" disabled={!c.write || !!d.busy} onClick={() => outcome(c.reopen(id))}>
       {d.busy === "reopening" ? "Reopening…" : "Reopen"}
     </button>
   ) : open ? (
-    <button type="button" class="btn primary" data-testid="page-save" disabled={!canEdit || !answerable} onClick={() => c.save([id])}>
+    <button type="button" class="btn primary" data-testid="page-save" disabled={!canEdit || !answerable} onClick={() => outcome(c.save([id]))}>
       {d.busy === "saving" ? "Saving…" : "Save"}
     </button>
   ) : null;
@@ -328,8 +335,7 @@ function TakeForm({ c, d, f }) {
   const send = async () => {
     const t = reply.trim();
     if (!t) return;
-    const rep = await c.take(d.id, f.id, t, stance);
-    if (rep.ok) setReply("");
+    if (await outcome(c.take(d.id, f.id, t, stance))) setReply("");
   };
   return (
     <form
@@ -479,7 +485,7 @@ function MoreMenu({ c, d }) {
                 onClick={async () => {
                   setConfirming(false);
                   setOpen(false);
-                  await c.discard(d.id);
+                  await outcome(c.discard(d.id));
                 }}
               >
                 Discard

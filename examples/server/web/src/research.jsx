@@ -3,12 +3,13 @@
 // pill and the "N findings" button that opens the decision's page.
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { findingsOf } from "./research-client.js";
+import { findingsOf } from "@accord-crdt/client";
+import { settled, startWork } from "./work.js";
 
 /**
- * @typedef {import("./research-client.js").PageClient} PageClient
- * @typedef {import("./research-client.js").Finding} Finding
- * @typedef {import("./client.js").Decision} Decision
+ * @typedef {import("@accord-crdt/client").Client} PageClient
+ * @typedef {import("@accord-crdt/client").Finding} Finding
+ * @typedef {import("@accord-crdt/client").Decision} Decision
  * @typedef {{login: string, name: string, write: boolean, machine: boolean, persona?: boolean}} RosterMember
  */
 
@@ -135,8 +136,7 @@ export function usePageParam() {
 export async function openPage(c, id) {
   const d = c.decisions.get(id);
   if (d && !(/** @type {any} */ (d.record).childId) && c.write) {
-    const rep = await c.page(id);
-    if (!rep.ok) return;
+    if (!(await settled(c.page(id)))) return;
   }
   showPage(id);
 }
@@ -225,7 +225,7 @@ export function ResearchMenu({ c, d, nameOf, where = "card" }) {
   const busy = !!d.busy;
 
   const start = async (/** @type {"research"|"spike"} */ kind) => {
-    const err = await c.startWork(id, kind, details.trim());
+    const err = await startWork(c, id, kind, details.trim());
     if (!err) {
       setDetails("");
       setFold("");
@@ -233,15 +233,14 @@ export function ResearchMenu({ c, d, nameOf, where = "card" }) {
     }
   };
   const ask = async (/** @type {string} */ login) => {
-    const rep = await c.explore(id, { member: login });
-    if (rep.ok) {
+    if (await settled(c.explore(id, { member: login }))) {
       setFold("");
       setOpen(false);
     }
   };
   const stop = async () => {
     if (!running) return;
-    await c.stopFinding(id, running.id);
+    await settled(c.stopFinding(id, running.id));
     setOpen(false);
   };
 

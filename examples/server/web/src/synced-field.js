@@ -1,5 +1,5 @@
 import { useLayoutEffect, useRef } from "preact/hooks";
-import * as R from "./replica.js";
+import { diff } from "@accord-crdt/client";
 
 /**
  * Keeps a textarea equal to a replica's text. The field's content is set
@@ -19,7 +19,7 @@ export function useSyncedField(value) {
     const focused = document.activeElement === el;
     const s = el.selectionStart;
     const e = el.selectionEnd;
-    const d = R.diff(el.value, value);
+    const d = diff(el.value, value);
     el.value = value;
     if (focused && d) {
       const shift = (/** @type {number} */ p) => (p <= d.pos ? p : p >= d.pos + d.del ? p - d.del + d.ins.length : d.pos + d.ins.length);

@@ -1,4 +1,4 @@
-// Per-change cost of the page's protocol client (src/client.js) as the
+// Per-change cost of the package's protocol client (src/client.js) as the
 // decision's history grows: a writer makes N changes, one or BATCH per
 // question:changes frame, and the client applies each frame as the page
 // does (msgpack decode, then Client.handle). Every STRIDE frames the

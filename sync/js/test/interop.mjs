@@ -1,6 +1,6 @@
 // The JavaScript side of the Go ↔ JavaScript interoperability test
-// (examples/server/interop_test.go). It holds automerge 3 replicas of a
-// decision document, using the page's own document code (src/replica.js),
+// (interop/interop_test.go). It holds automerge 3 replicas of a
+// decision document, using the package's own document code (src/replica.js),
 // and obeys commands from the Go test, one JSON object a line on stdin,
 // answering each with one JSON line on stdout: {ok: true, ...} or
 // {ok: false, error}. Byte fields are base64.
@@ -19,7 +19,7 @@
 //   save {name}                     {doc}
 //   chunks {name, heads}            {types}: chunk types of getChangesSince
 //
-// The page's protocol client (src/client.js), on a stand-in socket that
+// The package's protocol client (src/client.js), on a stand-in socket that
 // keeps what it sends:
 //   client {name, member}           a Client of document "interop"
 //   frame {name, frame}             hand it a server frame (msgpack bytes,

@@ -1,7 +1,7 @@
-package main
+package interop_test
 
-// Rebased documents, Go ↔ JavaScript: the page's own protocol client
-// (web/src/client.js, under Node through web/test/interop.mjs) is handed
+// Rebased documents, Go ↔ JavaScript: the package's own protocol client
+// (src/client.js, under Node through test/interop.mjs) is handed
 // frames the Go side encodes, as the server would send them, and what it
 // sends back is applied by Go's crdt.
 //
@@ -66,7 +66,7 @@ func freshCopy(t *testing.T, src *crdt.Doc) *crdt.Doc {
 	return nil
 }
 
-// newPageClient starts Node with the page's Client of member ana.
+// newPageClient starts Node with the package's Client of member ana.
 func newPageClient(t *testing.T) *pageClient {
 	t.Helper()
 	js := startJS(t)
@@ -87,7 +87,7 @@ func sampleDraft(t *testing.T) *crdt.Doc {
 	return d
 }
 
-// pageClient is the page's Client under Node, named name.
+// pageClient is the package's Client under Node, named name.
 type pageClient struct {
 	t    *testing.T
 	js   *jsReplica
@@ -111,7 +111,7 @@ func (p *pageClient) sent() []wire.Message {
 		must(p.t, err)
 		m, err := wire.Decode(b, wire.Binary)
 		if err != nil {
-			p.t.Fatalf("the page sent a frame Go cannot read: %v", err)
+			p.t.Fatalf("the client sent a frame Go cannot read: %v", err)
 		}
 		out = append(out, m)
 	}
@@ -124,11 +124,11 @@ func (p *pageClient) oneEdit() *wire.Edit {
 	p.t.Helper()
 	fs := p.sent()
 	if len(fs) != 1 {
-		p.t.Fatalf("the page sent %d frames, want one edit: %+v", len(fs), fs)
+		p.t.Fatalf("the client sent %d frames, want one edit: %+v", len(fs), fs)
 	}
 	e, ok := fs[0].(*wire.Edit)
 	if !ok || e.ID != "d1" || len(e.Changes) == 0 {
-		p.t.Fatalf("the page sent %+v, want an edit of d1", fs[0])
+		p.t.Fatalf("the client sent %+v, want an edit of d1", fs[0])
 	}
 	return e
 }
@@ -187,7 +187,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 		t.Fatalf("accepted %v, want %v", accepted, hexHeads(g.Heads()))
 	}
 	if fs := p.sent(); len(fs) != 0 {
-		t.Fatalf("the page sent %+v after loading", fs)
+		t.Fatalf("the client sent %+v after loading", fs)
 	}
 
 	// Local edits: the first goes out at once, the rest wait for it.
@@ -241,7 +241,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 		t.Fatalf("a late reply for the old history changed the replica")
 	}
 	if fs := p.sent(); len(fs) != 0 {
-		t.Fatalf("the page sent %+v after the late reply", fs)
+		t.Fatalf("the client sent %+v after the late reply", fs)
 	}
 	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: carried.RID}, ID: "d1", OK: true, Heads: hexHeads(h.Heads())})
 	if _, _, accepted, _ := p.decision(); !slices.Equal(accepted, hexHeads(h.Heads())) {
@@ -287,7 +287,7 @@ func TestInteropRebasedDocCarriesDraft(t *testing.T) {
 	sameValues(t, "after an ordinary reset", before, st)
 	sameHeads(t, "after an ordinary reset", k.Heads(), heads)
 	if fs := p.sent(); len(fs) != 0 {
-		t.Fatalf("the page sent %+v after an ordinary reset", fs)
+		t.Fatalf("the client sent %+v after an ordinary reset", fs)
 	}
 	if !strings.Contains(res["note"].(string), "not accepted") {
 		t.Errorf("an ordinary reset's note: %q", res["note"])
@@ -389,7 +389,7 @@ func TestInteropRebaseDoesNotRepeatAnAcceptedEdit(t *testing.T) {
 		}
 	}
 	if edit == nil {
-		t.Fatal("the page sent no edit after the rebase")
+		t.Fatal("the client sent no edit after the rebase")
 	}
 	must(t, func() error { _, err := rebased.ApplyEdit(edit.Changes); return err }())
 	dr, err := rebased.Draft()

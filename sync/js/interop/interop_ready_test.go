@@ -1,7 +1,7 @@
-package main
+package interop_test
 
-// Ready when it resolves, Go ↔ JavaScript: a request of the page's client
-// (web/src/client.js) whose reply names heads resolves only once its
+// Ready when it resolves, Go ↔ JavaScript: a request of the package's client
+// (src/client.js) whose reply names heads resolves only once its
 // replica holds them, so an edit made right after builds on the request's
 // effect. The Go side plays the server and delivers each reply before its
 // changes, as a client sees them when the changes take a slower path.
@@ -15,7 +15,7 @@ import (
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// request starts a request of the page's client and returns its rid.
+// request starts a request of the package's client and returns its rid.
 func (p *pageClient) request(kind wire.Kind, fields map[string]any) string {
 	p.t.Helper()
 	return p.js.call("request", map[string]any{"name": p.name, "kind": string(kind), "fields": fields})["rid"].(string)

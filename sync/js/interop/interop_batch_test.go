@@ -1,4 +1,4 @@
-package main
+package interop_test
 
 // question:changes frames carrying several changes, Go ↔ JavaScript: the
 // page's protocol client applies a frame of several concatenated changes
@@ -172,6 +172,6 @@ func TestInteropClientAppliesBatchedChanges(t *testing.T) {
 	p.frame(&wire.Reply{Header: wire.Header{Kind: wire.KindEdit, RID: e.RID}, ID: "d1", OK: true, Heads: hexHeads(g.Heads())})
 	check("a local edit over queued changes", hexHeads(g.Heads()))
 	if fs := p.sent(); len(fs) != 0 {
-		t.Fatalf("the page sent %+v with nothing unsent", fs)
+		t.Fatalf("the client sent %+v with nothing unsent", fs)
 	}
 }

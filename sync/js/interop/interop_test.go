@@ -1,14 +1,14 @@
-package main
+package interop_test
 
-// Go ↔ JavaScript interoperability: the web page holds real automerge 3
-// replicas of each decision (web/src/replica.js) while the server's core is
-// automerge-go (Rust core 0.5). These tests run the page's own document code
-// under Node (web/test/interop.mjs) and check, both ways, that documents
+// Go ↔ JavaScript interoperability: the package @accord-crdt/client holds
+// real automerge 3 replicas of each decision (src/replica.js) while the
+// server's core is automerge-go (Rust core 0.5). These tests run the
+// package's own document code under Node (test/interop.mjs) and check, both ways, that documents
 // and change batches cross between the two and reach the same heads and
 // values, and that the server accepts edits made by automerge 3.
 //
-// They need Node and web/node_modules (`make web`, or `npm ci` in
-// examples/server/web). Without them the tests fail, never skip: CI
+// They need Node and sync/js/node_modules (`make js-check`, or `npm ci`
+// in sync/js). Without them the tests fail, never skip: CI
 // installs both.
 
 import (
@@ -52,23 +52,23 @@ type jsReplica struct {
 	mu   sync.Mutex
 }
 
-// startJS starts web/test/interop.mjs, failing the test with what to do
+// startJS starts test/interop.mjs, failing the test with what to do
 // when Node or the page's node_modules are missing.
 func startJS(t *testing.T) *jsReplica {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not installed: the Go ↔ JavaScript interoperability test needs Node.js 20 or later " +
-			"(Debian: apt-get install nodejs npm), then `make web` to install examples/server/web/node_modules")
+			"(Debian: apt-get install nodejs npm), then `npm ci` in sync/js to install its node_modules")
 	}
-	for _, p := range []string{"web/node_modules/@automerge/automerge/package.json", "web/node_modules/@automerge/automerge/dist/automerge.wasm"} {
+	for _, p := range []string{"../node_modules/@automerge/automerge/package.json", "../node_modules/@automerge/automerge/dist/automerge.wasm"} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is missing: run `npm ci` in examples/server/web (or `make web` at the repository root) "+
-				"to install the pinned @automerge/automerge the page and this test use", p)
+			t.Fatalf("%s is missing: run `npm ci` in sync/js (or `make js-check` at the repository root) "+
+				"to install the pinned @automerge/automerge the package and this test use", p)
 		}
 	}
 	cmd := exec.Command(node, "test/interop.mjs")
-	cmd.Dir = "web"
+	cmd.Dir = ".."
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -661,13 +661,13 @@ func (w *wireConn) reply(rid string) *wire.Reply {
 	}
 }
 
-// TestInteropPageUsesNoSyncMessages pins that the page catches up with
+// TestInteropPageUsesNoSyncMessages pins that the client catches up with
 // question:doc and question:changes (hello.have) and writes with
 // question:edit only: it never needs automerge's sync protocol, whose
 // messages differ between automerge 0.5 and 3.
 func TestInteropPageUsesNoSyncMessages(t *testing.T) {
 	var found []string
-	err := filepath.WalkDir("web/src", func(p string, e os.DirEntry, err error) error {
+	err := filepath.WalkDir("../src", func(p string, e os.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
@@ -686,6 +686,6 @@ func TestInteropPageUsesNoSyncMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(found) > 0 {
-		t.Fatalf("the page uses automerge sync messages: %v", found)
+		t.Fatalf("the client uses automerge sync messages: %v", found)
 	}
 }

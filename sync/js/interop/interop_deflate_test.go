@@ -1,6 +1,6 @@
-package main
+package interop_test
 
-// Compressed documents, Go ↔ JavaScript: the page's client asks for them
+// Compressed documents, Go ↔ JavaScript: the package's client asks for them
 // in its hello (deflate), inflates a question:doc with deflated set before
 // it loads it, and handles the frames that arrived meanwhile after it, in
 // order. A frame that does not inflate closes the connection, so the

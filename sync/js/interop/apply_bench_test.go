@@ -1,7 +1,7 @@
-package main
+package interop_test
 
 // The page client's per-change cost as a decision's history grows
-// (web/bench/apply.mjs, under Node): BenchmarkPageClientApply reports its
+// (sync/js/bench/apply.mjs, under Node): BenchmarkPageClientApply reports its
 // figures; TestPageClientBenchRuns runs it small, for its own checks (the
 // client converges with the writer and reads the same values), never for
 // its timings.
@@ -30,15 +30,15 @@ type applyFigures struct {
 	AckAtN         float64 `json:"ack_us_at_n"`
 }
 
-// runApplyBench runs web/bench/apply.mjs with env (N, BATCH, WINDOW,
+// runApplyBench runs bench/apply.mjs with env (N, BATCH, WINDOW,
 // STRIDE, REBASE) and returns its figures.
 func runApplyBench(tb testing.TB, env ...string) applyFigures {
 	tb.Helper()
-	if _, err := os.Stat("web/node_modules/@automerge/automerge/dist/automerge.wasm"); err != nil {
-		tb.Fatalf("web/node_modules is missing: run `npm ci` in examples/server/web (or `make web`)")
+	if _, err := os.Stat("../node_modules/@automerge/automerge/dist/automerge.wasm"); err != nil {
+		tb.Fatalf("sync/js/node_modules is missing: run `npm ci` in sync/js (or `make js-check`)")
 	}
 	cmd := exec.Command("node", "bench/apply.mjs")
-	cmd.Dir = "web"
+	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {

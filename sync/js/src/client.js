@@ -1,4 +1,4 @@
-// The page's connection to one document's decisions: Accord's sync
+// A member's connection to one document's decisions: Accord's sync
 // protocol (docs/PROTOCOL.md) over a WebSocket in msgpack (binary) frames,
 // with a real automerge replica of each decision's shared draft.
 //
@@ -23,12 +23,18 @@
 //     history (issue 10, bench/apply.mjs);
 //   - a rebased document (question:doc or a reset whose history lacks the
 //     accepted heads) replaces the replica, which carries its unaccepted
-//     draft values over as fresh edits.
-// The page never uses automerge's sync protocol or its sync frames.
+//     draft values over as fresh edits;
+//   - with a Storage, each decision's accepted revision, its unaccepted
+//     local changes, its record and whether this member edited it are
+//     kept (debounced, after every change) and restored when a client of
+//     the same document and member starts again, before it connects.
+// The client never uses automerge's sync protocol or its sync frames.
 
 import { decode, encode } from "@msgpack/msgpack";
 import * as R from "./replica.js";
-import { OFFLINE, READER, refusalText } from "./messages.js";
+import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
+import { RefusedError, StorageError, refusal } from "./errors.js";
+import { isQuotaError } from "./storage.js";
 
 const A = R.A;
 
@@ -45,7 +51,16 @@ const A = R.A;
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
  * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
  *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
- *   viewKey: string}} Decision
+ *   viewKey: string, stored: string}} Decision
+ * @typedef {{title?: string, url: string}} Source
+ * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
+ *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
+ *   stance?: "supports"|"objects", by: string, at?: any}} Finding
+ * @typedef {{id: string, record: DecisionRecord, status: string, generation: number, questions: Record<string, R.QuestionDraft>,
+ *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
+ * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
+ *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
+ *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number}} ClientOptions
  *
  * known holds every hash that has been one of the replica's heads since it
  * last took a whole document (or since its history was last all accepted;
@@ -61,6 +76,7 @@ const A = R.A;
 const REQUESTS = new Set([
   "question:create", "question:edit", "question:submit", "question:reopen", "question:discard",
   "question:option", "question:criterion", "question:why", "question:expand",
+  "question:explore", "question:explore-stop", "question:take", "question:page",
 ]);
 
 const EVENTS = new Set([
@@ -70,12 +86,39 @@ const EVENTS = new Set([
 
 export class Client {
   /**
-   * @param {{doc: string, member: string, url?: string}} opts
+   * @param {ClientOptions} opts
    */
   constructor(opts) {
     this.doc = opts.doc;
-    this.member = opts.member;
+    /** the member signed in: given, or what the welcome names (the storage key needs it given) */
+    this.member = opts.member || "";
     this.url = opts.url || syncURL(opts.doc);
+    /** a bearer token sent as the Authorization header (only where the WebSocket constructor takes headers, as Node's ws does) */
+    this.token = opts.token || "";
+    this.Socket = opts.WebSocket || (typeof WebSocket === "function" ? WebSocket : null);
+    this.storage = opts.storage || null;
+    this.onStorageError = opts.onStorageError || null;
+    this.storeDelay = opts.storeDelay ?? 150;
+    this.requestTimeout = opts.requestTimeout ?? 30000;
+    /** @type {StorageError|null} the last storage problem, null when none */
+    this.storageProblem = null;
+    /** @type {Promise<void>|null} reading the stored drafts (once) */
+    this.restoring = null;
+    /** whether stored drafts were restored */
+    this.restored = false;
+    /** false once the stored drafts could not be read: they are then left as they are, for a later start */
+    this.keepsDrafts = true;
+    this.restoreTimeout = opts.restoreTimeout ?? 10000;
+    this.storeTimer = /** @type {any} */ (null);
+    /** whether a local edit is waiting to be written, and whether the timer set is for one */
+    this.editedSinceStore = false;
+    this.storeSoon = false;
+    /** @type {Promise<void>} the last write to storage */
+    this.storing = Promise.resolve();
+    /** bumped on every notification; a state() snapshot is reused until it changes */
+    this.version = 0;
+    /** @type {Map<string, {version: number, state: DecisionState}>} */
+    this.states = new Map();
     /** "connecting" | "open" | "reconnecting" | "closed" */
     this.conn = "connecting";
     /** whether the server lets this member write (from welcome) */
@@ -125,73 +168,242 @@ export class Client {
     /** @type {any[]|null} frames that arrived while a compressed document inflates, in order */
     this.waiting = null;
     this.incomingQueued = false;
-    /** @type {Record<string, string>} decisions this member edited, by id: the draft generation, kept across reloads */
-    this.editedKept = loadEdited(this.editedKey());
-  }
-
-  editedKey() {
-    return `accord.edited.${this.doc}.${this.member}`;
   }
 
   /**
-   * Keeps which open drafts this member edited (the Edited tag, the Save
-   * bar) for this tab, so that a reload does not forget them.
+   * Calls fn (in a microtask) after anything changed: a frame, a local
+   * edit, the connection. Returns the unsubscribe function.
+   * @param {() => void} fn
+   * @returns {() => void}
    */
-  keepEdited() {
-    /** @type {Record<string, string>} */
-    const next = {};
-    for (const [id, g] of Object.entries(this.editedKept)) {
-      const d = this.decisions.get(id);
-      if (!d || !d.doc) next[id] = g; // not loaded yet: keep as it was
-    }
-    for (const d of this.decisions.values()) {
-      if (d.edited && d.doc && d.record.status === "open") next[d.id] = R.genKey(d.doc);
-    }
-    const json = JSON.stringify(next);
-    if (json === JSON.stringify(this.editedKept)) return;
-    this.editedKept = next;
-    try {
-      if (Object.keys(next).length) sessionStorage.setItem(this.editedKey(), json);
-      else sessionStorage.removeItem(this.editedKey());
-    } catch {
-      // storage unavailable: the marks last until the page is left
-    }
-  }
-
-  /**
-   * Restores the Edited mark of a decision this member edited before a
-   * reload, while its draft is still the one they edited.
-   * @param {Decision} d
-   */
-  restoreEdited(d) {
-    if (!d.edited && d.doc && d.record.status === "open" && this.editedKept[d.id] === R.genKey(d.doc)) d.edited = true;
-  }
-
-  /** @param {() => void} fn */
   subscribe(fn) {
     this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
+    return () => {
+      this.listeners.delete(fn);
+    };
   }
 
   notify() {
+    this.version++; // state() reads afresh from now on
     if (this.notifyQueued) return;
     this.notifyQueued = true;
     queueMicrotask(() => {
       this.notifyQueued = false;
-      this.keepEdited();
+      this.scheduleStore();
       for (const fn of this.listeners) fn();
     });
   }
 
+  /**
+   * Connects (and redials whenever the connection is lost). With a
+   * storage, the stored drafts are restored first.
+   */
   start() {
     this.stopped = false;
-    this.connect();
+    if (!this.storage || this.restored) {
+      this.connect();
+      return;
+    }
+    this.restore().then(() => {
+      if (!this.stopped && !this.ws) this.connect();
+    });
+  }
+
+  // ---- storage ----
+
+  /** The storage key of this client's drafts: the server, the document, the member. */
+  storageKey() {
+    let server = this.url;
+    try {
+      const u = new URL(this.url);
+      server = u.host + u.pathname;
+    } catch {
+      // not a URL: the string names the server
+    }
+    return `accord:${server}:${this.doc}:${this.member}`;
+  }
+
+  /**
+   * Reports a storage problem; it never stops the client.
+   * @param {StorageError} err
+   */
+  storageFailed(err) {
+    this.storageProblem = err;
+    this.note = { text: err.message, tone: "error", at: Date.now() };
+    try {
+      this.onStorageError?.(err);
+    } catch (e) {
+      console.error("onStorageError", e);
+    }
+    this.notify();
+  }
+
+  /**
+   * Reads the stored drafts once (bounded: a storage that does not answer
+   * within restoreTimeout is reported and the client goes on without it,
+   * leaving the stored drafts untouched for a later start).
+   * @returns {Promise<void>}
+   */
+  restore() {
+    if (this.restoring) return this.restoring;
+    const storage = this.storage;
+    if (!storage) return (this.restoring = Promise.resolve());
+    if (!this.member) {
+      this.restoring = Promise.resolve();
+      this.storageFailed(new StorageError("unavailable", "Drafts are not kept: the client was not told its member."));
+      return this.restoring;
+    }
+    const key = this.storageKey();
+    /** @type {any} */
+    let late = null;
+    const read = Promise.resolve().then(() => storage.get(key));
+    const timeout = new Promise((resolve) => {
+      late = setTimeout(() => resolve(TIMED_OUT), this.restoreTimeout);
+    });
+    this.restoring = Promise.race([read, timeout]).then(
+      (v) => {
+        clearTimeout(late);
+        if (v === TIMED_OUT) {
+          this.keepsDrafts = false;
+          this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read in time: showing the server's document."));
+          return;
+        }
+        this.restoreFrom(v);
+      },
+      (e) => {
+        clearTimeout(late);
+        this.keepsDrafts = false;
+        this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read: showing the server's document.", e));
+      },
+    ).finally(() => {
+      this.restored = true;
+      this.notify();
+    });
+    return this.restoring;
+  }
+
+  /**
+   * Takes the stored record v as this client's decisions (before any
+   * frame: restore runs before the first connection).
+   * @param {any} v
+   */
+  restoreFrom(v) {
+    if (v === undefined || v === null) return;
+    if (typeof v !== "object" || v.v !== STORE_VERSION || v.doc !== this.doc || v.member !== this.member ||
+        !v.decisions || typeof v.decisions !== "object" || !Array.isArray(v.order)) {
+      this.storageFailed(new StorageError("foreign", "The saved drafts here were not written by this version: showing the server's document."));
+      return;
+    }
+    let damaged = 0;
+    for (const id of v.order) {
+      const s = v.decisions[id];
+      try {
+        if (typeof id !== "string" || !s || !(s.doc instanceof Uint8Array) || !Array.isArray(s.accepted) || !s.record) throw new Error("incomplete record");
+        const doc = R.load(s.doc);
+        const d = this.decision(id);
+        d.doc = doc;
+        d.record = normalizeRecord(s.record);
+        d.accepted = s.accepted.filter((/** @type {any} */ h) => typeof h === "string").sort();
+        d.known = new Set([...d.accepted, ...A.getHeads(doc)]);
+        d.edited = s.edited === true && d.record.status === "open";
+        d.stored = storedSignature(d);
+      } catch (e) {
+        damaged++;
+        this.decisions.delete(id);
+        this.order = this.order.filter((x) => x !== id);
+        console.warn(`stored draft ${id}: ${e instanceof Error ? e.message : e}`);
+      }
+    }
+    if (damaged) {
+      this.storageFailed(new StorageError("damaged", `${damaged === 1 ? "A saved draft" : damaged + " saved drafts"} could not be read: showing the server's document.`));
+    }
+  }
+
+  scheduleStore() {
+    if (!this.storage || !this.restored || !this.keepsDrafts || !this.member || this.stopped) return;
+    // A local edit is written at once (a tab may close any moment after
+    // it); what arrives from the server can wait a little and go together.
+    const soon = this.editedSinceStore;
+    if (this.storeTimer && (this.storeSoon || !soon)) return;
+    let changed = false;
+    for (const d of this.decisions.values()) if (d.doc && d.stored !== storedSignature(d)) changed = true;
+    if (!changed) return;
+    clearTimeout(this.storeTimer);
+    this.storeSoon = soon;
+    this.storeTimer = setTimeout(() => {
+      this.storeTimer = null;
+      this.store();
+    }, soon ? 0 : this.storeDelay);
+  }
+
+  /**
+   * Writes every decision's draft to the storage now (after the writes
+   * already under way). Resolves once it is written; a failure is
+   * reported, not thrown.
+   * @returns {Promise<void>}
+   */
+  flushStorage() {
+    clearTimeout(this.storeTimer);
+    this.storeTimer = null;
+    return this.store();
+  }
+
+  /** @returns {Promise<void>} */
+  store() {
+    const storage = this.storage;
+    if (!storage || !this.restored || !this.keepsDrafts || !this.member) return this.storing;
+    /** @type {Record<string, any>} */
+    const decisions = {};
+    /** @type {[Decision, string][]} */
+    const signed = [];
+    for (const id of this.order) {
+      const d = this.decisions.get(id);
+      if (!d || !d.doc) continue;
+      const sig = storedSignature(d);
+      decisions[id] = { doc: A.save(d.doc), accepted: d.accepted, record: d.record, edited: d.edited };
+      signed.push([d, sig]);
+    }
+    const value = { v: STORE_VERSION, doc: this.doc, member: this.member, order: Object.keys(decisions), decisions };
+    const key = this.storageKey();
+    // Marked stored before the write ends: a failed write is tried again
+    // with the next change, not in a loop.
+    for (const [d, sig] of signed) d.stored = sig;
+    this.editedSinceStore = false;
+    // Not chained after the previous write: a closing page has time only
+    // for what starts now. Each write holds every draft, and IndexedDB
+    // runs writes to one store in the order they began.
+    const write = Promise.resolve().then(() => storage.put(key, value)).then(
+      () => {
+        if (this.storageProblem?.reason === "quota") {
+          this.storageProblem = null;
+          if (this.note?.text === QUOTA) this.note = null;
+          this.notify();
+        }
+      },
+      (e) => {
+        if (isQuotaError(e)) this.storageFailed(new StorageError("quota", QUOTA, e));
+        else this.storageFailed(new StorageError("unavailable", "Drafts could not be saved on this device; they are kept while the page stays open.", e));
+      },
+    );
+    this.storing = Promise.all([this.storing, write]).then(() => {});
+    return this.storing;
+  }
+
+  /**
+   * Forgets the stored drafts of this document and member.
+   * @returns {Promise<void>}
+   */
+  async forgetStored() {
+    if (!this.storage || !this.member) return;
+    await this.storing;
+    await this.storage.delete(this.storageKey());
   }
 
   /** Closes the connection for good (switching member, leaving). */
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
+    if (this.storage && this.restored) this.flushStorage(); // what was edited last is kept too
     clearTimeout(this.applyTimer);
     const ws = this.ws;
     this.ws = null;
@@ -210,7 +422,8 @@ export class Client {
 
   connect() {
     if (this.stopped) return;
-    const ws = new WebSocket(this.url);
+    if (!this.Socket) throw new Error("no WebSocket here: pass Options.WebSocket (in Node 20, the ws package)");
+    const ws = this.token ? new this.Socket(this.url, { headers: { Authorization: `Bearer ${this.token}` } }) : new this.Socket(this.url);
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     this.conn = this.attempts === 0 && !this.welcomedOnce ? "connecting" : "reconnecting";
@@ -233,6 +446,9 @@ export class Client {
       }
       this.receive(ws, m);
     };
+    // An error is followed by close, which redials; without a handler
+    // Node's ws throws it.
+    ws.onerror = () => {};
     ws.onclose = () => {
       if (ws !== this.ws) return;
       this.ws = null;
@@ -321,7 +537,7 @@ export class Client {
 
   /** @param {any} m */
   send(m) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    if (!this.ws || this.ws.readyState !== OPEN) return false;
     this.ws.send(encode(m, { ignoreUndefined: true }));
     return true;
   }
@@ -354,7 +570,7 @@ export class Client {
         this.arriving.delete(rid);
         resolve({ kind, rid, ok: false, reason: "timeout" });
         this.notify();
-      }, 30000);
+      }, this.requestTimeout);
       this.pending.set(rid, { resolve, timer });
     });
   }
@@ -380,8 +596,10 @@ export class Client {
         this.conn = "open";
         this.member = m.member || this.member;
         this.write = m.write === true;
-        this.note = null;
+        // A storage problem stays said: the draft shown is the server's.
+        if (!this.storageProblem || this.note?.text !== this.storageProblem.message) this.note = null;
         for (const r of m.records || []) this.adoptRecord(r);
+        this.dropUnnamed(m.records || []);
         return;
       case "question:doc":
         return this.applyDoc(m);
@@ -408,12 +626,25 @@ export class Client {
       d = {
         id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
         accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
-        view: null, viewKey: "",
+        view: null, viewKey: "", stored: "",
       };
       this.decisions.set(id, d);
       this.order.push(id);
     }
     return d;
+  }
+
+  /**
+   * Forgets decisions the welcome does not name (restored from storage
+   * but gone from the server): the welcome lists every decision of the
+   * document, and ready() waits for each held one.
+   * @param {any[]} records
+   */
+  dropUnnamed(records) {
+    const named = new Set(records.map((r) => r && r.id));
+    if (this.order.every((id) => named.has(id))) return;
+    for (const id of this.order) if (!named.has(id)) this.decisions.delete(id);
+    this.order = this.order.filter((id) => named.has(id));
   }
 
   /** @param {DecisionRecord} rec */
@@ -447,7 +678,6 @@ export class Client {
     const how = this.adoptDoc(d, srv);
     d.synced = true;
     if (this.arriving.size) this.arrived(d.id, how === "rebased");
-    this.restoreEdited(d);
     this.push(d);
   }
 
@@ -722,7 +952,11 @@ export class Client {
   }
 
   /**
-   * Applies a local edit to a decision's replica and sends it.
+   * Applies a local edit to a decision's replica and sends it. The
+   * replica shows it when this returns. Throws a RefusedError (and
+   * changes nothing) for a member who only reads (forbidden), a decision
+   * that is not open (resolved) or whose document has not arrived
+   * (not_found).
    * @param {string} id
    * @param {(doc: any) => any} fn returns the new document
    */
@@ -730,25 +964,27 @@ export class Client {
     // Queued changes stay queued: the local change is concurrent with
     // them, as it would be had they arrived a moment later.
     const d = this.decisions.get(id);
-    if (!d || !d.doc) return;
-    if (!this.write) {
+    if (!d || !d.doc) throw new RefusedError("not_found", "no replica of this decision here (yet)", { kind: "question:edit", id });
+    if (!this.write && this.welcomedOnce) {
       d.note = { text: READER, tone: "error", at: Date.now() };
       this.notify();
-      return;
+      throw new RefusedError("forbidden", "this member only reads", { kind: "question:edit", id });
     }
-    if (d.record.status !== "open") return;
+    if (d.record.status !== "open") throw new RefusedError("resolved", `the decision is ${d.record.status}`, { kind: "question:edit", id });
     const next = fn(d.doc);
     if (next === d.doc) return;
     d.doc = next;
     noteHeads(d, A.getHeads(next));
     d.held = false;
     d.edited = true;
+    this.editedSinceStore = true;
     if (d.note && d.note.tone !== "error") d.note = null;
     this.push(d);
     this.notify();
   }
 
   /**
+   * Replaces a written answer by the smallest splice.
    * @param {string} id
    * @param {string} qid
    * @param {string} text
@@ -758,17 +994,33 @@ export class Client {
   }
 
   /**
+   * Splices a written answer (positions in UTF-16 code units).
+   * @param {string} id
+   * @param {string} qid
+   * @param {number} pos
+   * @param {number} del
+   * @param {string} ins
+   */
+  spliceText(id, qid, pos, del, ins) {
+    this.edit(id, (doc) => R.spliceText(doc, qid, pos, del, ins));
+  }
+
+  /**
+   * Selects (on) or deselects an option; multiple defaults to the
+   * question's own.
    * @param {string} id
    * @param {string} qid
    * @param {string} opt
    * @param {boolean} on
-   * @param {boolean} multiple
+   * @param {boolean} [multiple]
    */
   choose(id, qid, opt, on, multiple) {
-    this.edit(id, (doc) => R.choose(doc, qid, opt, on, multiple));
+    const many = multiple ?? this.decisions.get(id)?.record.definition.questions.find((q) => q.id === qid)?.multiple === true;
+    this.edit(id, (doc) => R.choose(doc, qid, opt, on, many));
   }
 
   /**
+   * Sets (or, with null, clears) one cell of a question's matrix.
    * @param {string} id
    * @param {string} qid
    * @param {string} opt
@@ -800,6 +1052,122 @@ export class Client {
     return !!d.doc && (d.inflight !== "" || !same(R.heads(d.doc), d.accepted));
   }
 
+  // ---- reading ----
+
+  /**
+   * The decisions' records, in the server's order.
+   * @returns {DecisionRecord[]}
+   */
+  list() {
+    return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id)).record);
+  }
+
+  /**
+   * A decision's state as plain values: its record, its current draft,
+   * whether this member edited it, whether edits are unsent. The same
+   * object is returned until something changes (so it suits React's
+   * useSyncExternalStore, Preact's hooks, or any store); null for an
+   * unknown decision.
+   * @param {string} id
+   * @returns {DecisionState|null}
+   */
+  state(id) {
+    const d = this.decisions.get(id);
+    if (!d) return null;
+    const held = this.states.get(id);
+    if (held && held.version === this.version) return held.state;
+    const view = this.draft(d);
+    /** @type {DecisionState} */
+    const state = {
+      id, record: d.record, status: d.record.status, generation: view ? view.generation : 0, questions: view ? view.questions : {},
+      ready: !!d.doc, synced: d.synced, edited: d.edited, unsent: this.unsent(d), note: d.note, busy: d.busy,
+    };
+    const prev = held?.state;
+    const same = prev && Object.keys(state).every((k) => /** @type {any} */ (prev)[k] === /** @type {any} */ (state)[k]);
+    this.states.set(id, { version: this.version, state: same && prev ? prev : state });
+    return same && prev ? prev : state;
+  }
+
+  /**
+   * Calls fn with a decision's state now and after every change to it.
+   * Returns the unsubscribe function.
+   * @param {string} id
+   * @param {(state: DecisionState|null) => void} fn
+   * @returns {() => void}
+   */
+  watch(id, fn) {
+    let last = this.state(id);
+    fn(last);
+    return this.subscribe(() => {
+      const next = this.state(id);
+      if (next !== last) fn((last = next));
+    });
+  }
+
+  /**
+   * Resolves when pred() holds, checked after every change; rejects with
+   * a RefusedError (reason timeout) after ms.
+   * @param {() => boolean} pred
+   * @param {number} ms
+   * @param {string} what
+   * @returns {Promise<void>}
+   */
+  until(pred, ms, what) {
+    if (pred()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const off = this.subscribe(() => {
+        if (!pred()) return;
+        clearTimeout(timer);
+        off();
+        resolve();
+      });
+      const timer = setTimeout(() => {
+        off();
+        reject(new RefusedError("timeout", `${what} took longer than ${ms} ms`));
+      }, ms);
+    });
+  }
+
+  /**
+   * Resolves once the server has welcomed this client and every decision
+   * it named has its document applied: edits made right after build on
+   * the server's accepted drafts.
+   * @param {number} [ms]
+   */
+  ready(ms = this.requestTimeout) {
+    return this.until(() => this.welcomed && this.order.every((id) => {
+      const d = this.decisions.get(id);
+      return !!d && !!d.doc && d.synced;
+    }), ms, "connecting");
+  }
+
+  /**
+   * Resolves with a decision's state once its replica is here (restored
+   * from storage or sent by the server), so it can be edited at once.
+   * @param {string} id
+   * @param {number} [ms]
+   * @returns {Promise<DecisionState>}
+   */
+  async open(id, ms = this.requestTimeout) {
+    if (this.restoring) await this.restoring;
+    await this.until(() => !!this.decisions.get(id)?.doc || (this.welcomed && !this.decisions.has(id)), ms, `opening ${id}`);
+    const d = this.decisions.get(id);
+    if (!d || !d.doc) throw new RefusedError("not_found", "this document has no such decision", { id });
+    return /** @type {DecisionState} */ (this.state(id));
+  }
+
+  /**
+   * Resolves once the decisions' edits are all accepted (none unsent or
+   * in flight).
+   * @param {string[]} [ids] every decision when omitted
+   * @param {number} [ms]
+   */
+  async flush(ids, ms = this.requestTimeout) {
+    if (!(await this.idle(ids || this.order, ms))) {
+      throw new RefusedError(this.welcomed ? "timeout" : "disconnected", "edits are not all accepted yet");
+    }
+  }
+
   // ---- requests ----
 
   /**
@@ -819,34 +1187,55 @@ export class Client {
   }
 
   /**
-   * Saves one or several decisions at once (the shared Save bar sends
-   * several), each claiming the revision its replica displays.
+   * Creates decisions (question:create). Resolves with their records once
+   * their documents are here.
+   * @param {{key: string, origin?: string, definition: Definition}[]} cards
+   * @returns {Promise<DecisionRecord[]>}
+   */
+  async create(cards) {
+    const rep = await this.request("question:create", { cards });
+    if (!rep.ok) throw refusal(rep, "question:create");
+    const ids = (rep.records || []).map((/** @type {any} */ r) => r.id);
+    await this.until(() => ids.every((/** @type {string} */ id) => !!this.decisions.get(id)?.doc), this.requestTimeout, "the new decisions' documents");
+    return ids.map((/** @type {string} */ id) => /** @type {Decision} */ (this.decisions.get(id)).record);
+  }
+
+  /**
+   * Saves one or several decisions at once, each claiming the revision
+   * its replica displays (their edits are first sent and accepted).
+   * Resolves with the records once every one is saved; otherwise rejects
+   * with the first refusal (its reply holds every result). Each
+   * decision's note says how it went.
    * @param {string[]} ids
-   * @returns {Promise<boolean>} whether every one was saved
+   * @returns {Promise<DecisionRecord[]>}
    */
   async save(ids) {
-    const ds = ids.map((id) => this.decisions.get(id)).filter((d) => d && d.doc && d.record.status === "open");
-    if (ds.length === 0) return false;
-    const mark = (/** @type {Note} */ note) => ds.forEach((d) => d && (d.note = note));
-    if (!this.write) {
+    const ds = /** @type {Decision[]} */ (ids.map((id) => this.decisions.get(id)).filter((d) => d && d.doc));
+    const closed = ds.find((d) => d.record.status !== "open");
+    if (ds.length < ids.length) throw new RefusedError("not_found", "no replica of this decision here", { kind: "question:submit", id: ids.find((id) => !this.decisions.get(id)?.doc) });
+    if (closed) throw new RefusedError("resolved", `the decision is ${closed.record.status}`, { kind: "question:submit", id: closed.id });
+    if (ds.length === 0) return [];
+    const mark = (/** @type {Note} */ note) => ds.forEach((d) => (d.note = note));
+    if (!this.write && this.welcomedOnce) {
       mark({ text: READER, tone: "error", at: Date.now() });
       this.notify();
-      return false;
+      throw new RefusedError("forbidden", "this member only reads", { kind: "question:submit" });
     }
-    ds.forEach((d) => d && (d.busy = "saving"));
+    ds.forEach((d) => (d.busy = "saving"));
     this.notify();
     try {
-      if (!(await this.idle(ds.map((d) => /** @type {Decision} */ (d).id), 8000))) {
+      if (!(await this.idle(ds.map((d) => d.id), 8000))) {
         mark({ text: this.welcomed ? "Your last edits are still on their way to the server — try again in a moment." : OFFLINE, tone: "error", at: Date.now() });
-        return false;
+        throw new RefusedError(this.welcomed ? "timeout" : "disconnected", "edits are still on their way", { kind: "question:submit" });
       }
-      const items = ds.map((d) => ({ id: /** @type {Decision} */ (d).id, heads: R.heads(/** @type {Decision} */ (d).doc) }));
+      const items = ds.map((d) => ({ id: d.id, heads: R.heads(d.doc) }));
       const rep = await this.request("question:submit", { items });
       if (!rep.ok) {
         mark({ text: refusalText("question:submit", rep.reason, rep.message), tone: "error", at: Date.now() });
-        return false;
+        throw refusal(rep, "question:submit");
       }
-      let all = true;
+      /** @type {RefusedError|null} */
+      let first = null;
       for (const res of rep.results || []) {
         const d = this.decisions.get(res.id);
         if (!d) continue;
@@ -854,69 +1243,93 @@ export class Client {
           d.edited = false;
           d.note = { text: "Saved.", tone: "ok", at: Date.now() };
         } else {
-          all = false;
+          first ??= new RefusedError(String(res.reason || "unknown"), res.message, { kind: "question:submit", id: res.id, reply: rep });
           d.note = { text: refusalText("question:submit", res.reason, res.message), tone: "error", at: Date.now() };
         }
       }
-      return all;
+      if (first) throw first;
+      return ds.map((d) => d.record);
     } finally {
-      ds.forEach((d) => d && (d.busy = ""));
+      ds.forEach((d) => (d.busy = ""));
       this.notify();
     }
   }
 
   /**
-   * Runs a request about one decision, showing its outcome on the card.
+   * Runs a request about one decision, showing its outcome as the
+   * decision's note. Resolves with the reply, or rejects with a
+   * RefusedError.
    * @param {string} id
    * @param {string} kind
    * @param {Record<string, any>} fields
    * @param {string} busy
    * @param {string} okText
+   * @returns {Promise<any>}
    */
   async act(id, kind, fields, busy, okText) {
-    const d = this.decisions.get(id);
-    if (!d) return null;
-    if (!this.write) {
+    // Findings requests are the server's to judge: an asked member who
+    // only reads may still give their take.
+    const findings = FINDINGS.has(kind);
+    const d = this.decisions.get(id) || (findings ? /** @type {Decision} */ (/** @type {any} */ ({})) : null);
+    if (!d) throw new RefusedError("not_found", "no such decision here", { kind, id });
+    if (!findings && !this.write && this.welcomedOnce) {
       d.note = { text: READER, tone: "error", at: Date.now() };
       this.notify();
-      return null;
+      throw new RefusedError("forbidden", "this member only reads", { kind, id });
     }
     d.busy = busy;
     this.notify();
     const rep = await this.request(kind, { id, ...fields });
     d.busy = "";
+    const text = findings ? findingRefusal : refusalText;
     d.note = rep.ok
       ? okText ? { text: okText, tone: "ok", at: Date.now() } : null
-      : { text: refusalText(kind, rep.reason, rep.message), tone: "error", at: Date.now() };
+      : { text: text(kind, rep.reason, rep.message), tone: "error", at: Date.now() };
     this.notify();
+    if (!rep.ok) throw refusal(rep, kind, id);
     return rep;
   }
 
-  /** @param {string} id */
-  reopen(id) {
-    return this.act(id, "question:reopen", {}, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
-  }
-
-  /** @param {string} id */
-  discard(id) {
-    return this.act(id, "question:discard", {}, "discarding", "Discarded. Its history is kept.");
+  /**
+   * Reopens a settled decision; resolves once the replica holds its
+   * fresh draft.
+   * @param {string} id
+   * @returns {Promise<DecisionRecord>}
+   */
+  async reopen(id) {
+    await this.act(id, "question:reopen", {}, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
+    return /** @type {Decision} */ (this.decisions.get(id)).record;
   }
 
   /**
    * @param {string} id
-   * @param {string} text empty clears
+   * @returns {Promise<DecisionRecord>}
    */
-  why(id, text) {
-    return this.act(id, "question:why", { text }, "why", text ? "Why saved." : "Why cleared.");
+  async discard(id) {
+    await this.act(id, "question:discard", {}, "discarding", "Discarded. Its history is kept.");
+    return /** @type {Decision} */ (this.decisions.get(id)).record;
   }
 
   /**
-   * Appends an option or a criterion. The idempotency key is kept until a
-   * definite answer, so a retry after a lost connection reuses it.
+   * Sets a settled decision's why (one plain sentence); empty clears it.
+   * @param {string} id
+   * @param {string} text
+   * @returns {Promise<DecisionRecord>}
+   */
+  async why(id, text) {
+    await this.act(id, "question:why", { text }, "why", text ? "Why saved." : "Why cleared.");
+    return /** @type {Decision} */ (this.decisions.get(id)).record;
+  }
+
+  /**
+   * Appends an option or a criterion; resolves once its cells can be
+   * marked. The idempotency key is kept until a definite answer, so a
+   * retry after a lost connection reuses it.
    * @param {"option"|"criterion"} what
    * @param {string} id
    * @param {string} qid
    * @param {string} label
+   * @returns {Promise<Item>} the new option or criterion
    */
   async append(what, id, qid, label) {
     const slot = `${what}\u0000${id}\u0000${qid}\u0000${label.toLowerCase()}`;
@@ -925,9 +1338,73 @@ export class Client {
       key = "web-" + R.newActor().slice(0, 20);
       this.appendKeys.set(slot, key);
     }
-    const rep = await this.act(id, "question:" + what, { question: qid, key, label }, "append-" + what, "");
-    if (rep && rep.reason !== "disconnected" && rep.reason !== "timeout") this.appendKeys.delete(slot);
-    return rep;
+    try {
+      const rep = await this.act(id, "question:" + what, { question: qid, key, label }, "append-" + what, "");
+      this.appendKeys.delete(slot);
+      return rep[what] || { id: rep.itemId || "", label };
+    } catch (e) {
+      if (!(e instanceof RefusedError) || (e.reason !== "disconnected" && e.reason !== "timeout")) this.appendKeys.delete(slot);
+      throw e;
+    }
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} label
+   */
+  appendOption(id, qid, label) {
+    return this.append("option", id, qid, label);
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} label
+   */
+  appendCriterion(id, qid, label) {
+    return this.append("criterion", id, qid, label);
+  }
+
+  // ---- findings (question:explore, question:explore-stop, question:take, question:page) ----
+
+  /**
+   * Attaches started work (a research request or an investigation the
+   * host started) or asks a member (question:explore).
+   * @param {string} id
+   * @param {{request?: string, investigation?: string, member?: string, focus?: string}} target
+   * @returns {Promise<any>} the reply: {finding, record}
+   */
+  explore(id, target) {
+    return this.act(id, "question:explore", target, target.member ? "asking" : "exploring", "");
+  }
+
+  /**
+   * @param {string} id
+   * @param {string} finding
+   */
+  stopFinding(id, finding) {
+    return this.act(id, "question:explore-stop", { findingId: finding }, "stopping", "");
+  }
+
+  /**
+   * The asked member's take (question:take).
+   * @param {string} id
+   * @param {string} finding
+   * @param {string} reply
+   * @param {""|"supports"|"objects"} [stance]
+   */
+  take(id, finding, reply, stance) {
+    return this.act(id, "question:take", { findingId: finding, reply, ...(stance ? { stance } : {}) }, "taking", "");
+  }
+
+  /**
+   * Expands a decision to its page (question:page); the reply's record
+   * carries childId.
+   * @param {string} id
+   */
+  page(id) {
+    return this.act(id, "question:page", {}, "expanding", "");
   }
 
   /** Decisions this member edited that are still open (the Save bar's). */
@@ -937,10 +1414,34 @@ export class Client {
 }
 
 /**
- * Adds heads to the hashes the replica has held as heads.
- * @param {Decision} d
- * @param {string[]} heads
+ * The findings of a record (msgpack omits an empty list).
+ * @param {any} rec
+ * @returns {Finding[]}
  */
+export function findingsOf(rec) {
+  return Array.isArray(rec?.findings) ? rec.findings : [];
+}
+
+const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
+
+/** WebSocket's readyState when open. */
+const OPEN = 1;
+
+/** The layout of what a client stores (see store). */
+const STORE_VERSION = 1;
+
+const TIMED_OUT = Symbol("timed out");
+
+const QUOTA = "This device has no room left for drafts: your edits are kept while the page stays open.";
+
+/**
+ * What a decision's stored copy must match to be current.
+ * @param {Decision} d
+ */
+function storedSignature(d) {
+  return `${d.doc ? A.getHeads(d.doc).join(",") : ""}|${d.accepted.join(",")}|${d.edited}|${JSON.stringify(d.record)}`;
+}
+
 /** Whether this runtime inflates raw DEFLATE (the hello then asks for compressed documents). */
 const INFLATES = typeof DecompressionStream === "function";
 
@@ -979,6 +1480,11 @@ function now() {
   return globalThis.performance ? performance.now() : Date.now();
 }
 
+/**
+ * Adds heads to the hashes the replica has held as heads.
+ * @param {Decision} d
+ * @param {string[]} heads
+ */
 function noteHeads(d, heads) {
   for (const h of heads) d.known.add(h);
 }
@@ -1008,26 +1514,15 @@ function settle(d) {
 }
 
 /**
- * @param {string} key
- * @returns {Record<string, string>}
- */
-function loadEdited(key) {
-  try {
-    const v = JSON.parse(sessionStorage.getItem(key) || "{}");
-    return v && typeof v === "object" && !Array.isArray(v) ? v : {};
-  } catch {
-    return {};
-  }
-}
-
-/**
- * The sync socket's URL for doc. The server takes the member from the
- * session cookie the browser sends with the upgrade, never from the URL.
+ * The sync socket's URL for doc on the page's own server (its /sync
+ * route, relative to the page), for browsers. The server takes the member
+ * from the session cookie the browser sends with the upgrade.
  * @param {string} doc
+ * @param {string} [base] the page's address (default location.href)
  */
-export function syncURL(doc) {
-  const u = new URL("sync", location.href);
-  u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+export function syncURL(doc, base) {
+  const u = new URL("sync", base || globalThis.location?.href);
+  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
   u.search = new URLSearchParams({ doc }).toString();
   return u.toString();
 }

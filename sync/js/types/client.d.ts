@@ -1,0 +1,645 @@
+/**
+ * The findings of a record (msgpack omits an empty list).
+ * @param {any} rec
+ * @returns {Finding[]}
+ */
+export function findingsOf(rec: any): Finding[];
+/**
+ * The sync socket's URL for doc on the page's own server (its /sync
+ * route, relative to the page), for browsers. The server takes the member
+ * from the session cookie the browser sends with the upgrade.
+ * @param {string} doc
+ * @param {string} [base] the page's address (default location.href)
+ */
+export function syncURL(doc: string, base?: string): string;
+/**
+ * Definitions only grow: keep held when in has fewer options or criteria
+ * for any held question, or lacks one.
+ * @param {Definition} held
+ * @param {Definition} inc
+ * @returns {Definition}
+ */
+export function forward(held: Definition, inc: Definition): Definition;
+/** @param {string} login */
+export function display(login: string): string;
+export class Client {
+    /**
+     * @param {ClientOptions} opts
+     */
+    constructor(opts: ClientOptions);
+    doc: string;
+    /** the member signed in: given, or what the welcome names (the storage key needs it given) */
+    member: string;
+    url: string;
+    /** a bearer token sent as the Authorization header (only where the WebSocket constructor takes headers, as Node's ws does) */
+    token: string;
+    Socket: any;
+    storage: import("./storage.js").Storage;
+    onStorageError: (err: StorageError) => void;
+    storeDelay: number;
+    requestTimeout: number;
+    /** @type {StorageError|null} the last storage problem, null when none */
+    storageProblem: StorageError | null;
+    /** @type {Promise<void>|null} reading the stored drafts (once) */
+    restoring: Promise<void> | null;
+    /** whether stored drafts were restored */
+    restored: boolean;
+    /** false once the stored drafts could not be read: they are then left as they are, for a later start */
+    keepsDrafts: boolean;
+    restoreTimeout: number;
+    storeTimer: any;
+    /** whether a local edit is waiting to be written, and whether the timer set is for one */
+    editedSinceStore: boolean;
+    storeSoon: boolean;
+    /** @type {Promise<void>} the last write to storage */
+    storing: Promise<void>;
+    /** bumped on every notification; a state() snapshot is reused until it changes */
+    version: number;
+    /** @type {Map<string, {version: number, state: DecisionState}>} */
+    states: Map<string, {
+        version: number;
+        state: DecisionState;
+    }>;
+    /** "connecting" | "open" | "reconnecting" | "closed" */
+    conn: string;
+    /** whether the server lets this member write (from welcome) */
+    write: boolean;
+    welcomed: boolean;
+    welcomedOnce: boolean;
+    /** @type {Map<string, Decision>} */
+    decisions: Map<string, Decision>;
+    /** @type {string[]} decision ids, the server's order */
+    order: string[];
+    /** @type {Note|null} a message about the whole page */
+    note: Note | null;
+    /** @type {WebSocket|null} */
+    ws: WebSocket | null;
+    attempts: number;
+    rid: number;
+    stopped: boolean;
+    /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
+    pending: Map<string, {
+        resolve: (m: any) => void;
+        timer: any;
+    }>;
+    /**
+     * Successful replies whose changes have not arrived yet, by rid: a
+     * request resolves once the replica shows its effect (see reply).
+     * @type {Map<string, {id: string, heads: string[], reply: any, p: {resolve: (m: any) => void, timer: any}}>}
+     */
+    arriving: Map<string, {
+        id: string;
+        heads: string[];
+        reply: any;
+        p: {
+            resolve: (m: any) => void;
+            timer: any;
+        };
+    }>;
+    /** @type {Map<string, string>} idempotency keys of appends awaiting a definite answer */
+    appendKeys: Map<string, string>;
+    /** @type {Set<() => void>} */
+    listeners: Set<() => void>;
+    timer: any;
+    notifyQueued: boolean;
+    /**
+     * question:changes frames not applied yet, by decision. automerge's
+     * cost per call grows with the document while its cost per change in
+     * a call does not, so frames are applied together: at the end of the
+     * task when the replica has been idle, otherwise once as much time
+     * has passed since the last apply as that apply took (see
+     * queueChanges), so that under load applying takes at most about half
+     * the time and each call takes more changes.
+     * @type {Map<string, {parts: Uint8Array[], heads: string[], ws: any}>}
+     */
+    incoming: Map<string, {
+        parts: Uint8Array[];
+        heads: string[];
+        ws: any;
+    }>;
+    /** when the last apply of queued changes ended, and how long it took (ms) */
+    applied: {
+        end: number;
+        took: number;
+    };
+    /** @type {any} the timer of a deferred apply */
+    applyTimer: any;
+    /** @type {any[]|null} frames that arrived while a compressed document inflates, in order */
+    waiting: any[] | null;
+    incomingQueued: boolean;
+    /**
+     * Calls fn (in a microtask) after anything changed: a frame, a local
+     * edit, the connection. Returns the unsubscribe function.
+     * @param {() => void} fn
+     * @returns {() => void}
+     */
+    subscribe(fn: () => void): () => void;
+    notify(): void;
+    /**
+     * Connects (and redials whenever the connection is lost). With a
+     * storage, the stored drafts are restored first.
+     */
+    start(): void;
+    /** The storage key of this client's drafts: the server, the document, the member. */
+    storageKey(): string;
+    /**
+     * Reports a storage problem; it never stops the client.
+     * @param {StorageError} err
+     */
+    storageFailed(err: StorageError): void;
+    /**
+     * Reads the stored drafts once (bounded: a storage that does not answer
+     * within restoreTimeout is reported and the client goes on without it,
+     * leaving the stored drafts untouched for a later start).
+     * @returns {Promise<void>}
+     */
+    restore(): Promise<void>;
+    /**
+     * Takes the stored record v as this client's decisions (before any
+     * frame: restore runs before the first connection).
+     * @param {any} v
+     */
+    restoreFrom(v: any): void;
+    scheduleStore(): void;
+    /**
+     * Writes every decision's draft to the storage now (after the writes
+     * already under way). Resolves once it is written; a failure is
+     * reported, not thrown.
+     * @returns {Promise<void>}
+     */
+    flushStorage(): Promise<void>;
+    /** @returns {Promise<void>} */
+    store(): Promise<void>;
+    /**
+     * Forgets the stored drafts of this document and member.
+     * @returns {Promise<void>}
+     */
+    forgetStored(): Promise<void>;
+    /** Closes the connection for good (switching member, leaving). */
+    stop(): void;
+    connect(): void;
+    /**
+     * Handles a decoded frame of ws in arrival order. A compressed document
+     * (question:doc with deflated) inflates asynchronously; the frames after
+     * it wait until it is handled.
+     * @param {WebSocket} ws
+     * @param {any} m
+     */
+    receive(ws: WebSocket, m: any): void;
+    /** @param {any} m */
+    deliver(m: any): void;
+    /** The connection is gone: fail what waits for it and redial. */
+    lost(): void;
+    /** Ends the connection so the reconnect's hello catches the replicas up. */
+    resync(): void;
+    /** @param {any} m */
+    send(m: any): boolean;
+    /** @param {string} reason */
+    failPending(reason: string): void;
+    /**
+     * Sends a request and waits for its reply (never rejects: a lost
+     * connection or a timeout is a refusal with reason disconnected or
+     * timeout).
+     * @param {string} kind
+     * @param {Record<string, any>} fields
+     * @returns {Promise<any>}
+     */
+    request(kind: string, fields: Record<string, any>): Promise<any>;
+    /** @param {any} m */
+    handle(m: any): void;
+    /**
+     * @param {string} id
+     * @returns {Decision}
+     */
+    decision(id: string): Decision;
+    /**
+     * Forgets decisions the welcome does not name (restored from storage
+     * but gone from the server): the welcome lists every decision of the
+     * document, and ready() waits for each held one.
+     * @param {any[]} records
+     */
+    dropUnnamed(records: any[]): void;
+    /** @param {DecisionRecord} rec */
+    adoptRecord(rec: DecisionRecord): void;
+    /**
+     * @param {string} id
+     * @param {Definition} def
+     */
+    adoptDefinition(id: string, def: Definition): void;
+    /**
+     * A whole document (question:doc): the first load of a decision, a
+     * catch-up the server sends whole, or a rebased document.
+     * @param {any} m
+     */
+    applyDoc(m: any): void;
+    /**
+     * Takes srv, a document the server sent whole, as the decision's
+     * replica. When srv's history holds the accepted heads, it is the same
+     * history: the local changes the server has not seen are merged in. When
+     * it does not, srv is a rebased document (the same accepted state under
+     * a fresh history, docs/PROTOCOL.md): the replica replaces its document
+     * with it, never merging the two histories, and carries its own
+     * not-yet-accepted draft values over as fresh local edits. An edit still
+     * in flight belonged to the old history: its reply is ignored, and the
+     * carried values go out in the next edit.
+     * @param {Decision} d
+     * @param {any} srv
+     * @returns {"merged"|"rebased"|"loaded"}
+     */
+    adoptDoc(d: Decision, srv: any): "merged" | "rebased" | "loaded";
+    /**
+     * Queues a question:changes frame; frames of the same decision that
+     * arrive before the queue is flushed (see incoming; or before the next
+     * frame of another kind) are applied together, in order, with the last
+     * frame's heads.
+     * @param {any} m
+     */
+    queueChanges(m: any): void;
+    /** Applies the queued question:changes frames, one call per decision. */
+    flushChanges(): void;
+    /**
+     * Accepted changes (question:changes): one change or several
+     * concatenated (a commit group's), applied in one call, with the heads
+     * after them. Its cost does not grow with the decision's history.
+     * @param {any} m
+     */
+    applyChanges(m: any): void;
+    /** @param {any} m */
+    event(m: any): void;
+    /** @param {any} m */
+    reply(m: any): void;
+    /**
+     * Whether the decision's replica holds every one of heads.
+     * @param {string} id
+     * @param {string[]} heads
+     */
+    holdsHeads(id: string, heads: string[]): boolean;
+    /**
+     * Resolves the replies waiting for a decision's changes: those whose
+     * heads the replica now holds, or all of them after a rebased document
+     * (which holds their effect under another history).
+     * @param {string} id
+     * @param {boolean} rebased
+     */
+    arrived(id: string, rebased: boolean): void;
+    /** @param {any} m */
+    editReply(m: any): void;
+    /**
+     * Sends the decision's unaccepted changes when nothing is in flight.
+     * @param {Decision} d
+     */
+    push(d: Decision): void;
+    /**
+     * Applies a local edit to a decision's replica and sends it. The
+     * replica shows it when this returns. Throws a RefusedError (and
+     * changes nothing) for a member who only reads (forbidden), a decision
+     * that is not open (resolved) or whose document has not arrived
+     * (not_found).
+     * @param {string} id
+     * @param {(doc: any) => any} fn returns the new document
+     */
+    edit(id: string, fn: (doc: any) => any): void;
+    /**
+     * Replaces a written answer by the smallest splice.
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} text
+     */
+    setText(id: string, qid: string, text: string): void;
+    /**
+     * Splices a written answer (positions in UTF-16 code units).
+     * @param {string} id
+     * @param {string} qid
+     * @param {number} pos
+     * @param {number} del
+     * @param {string} ins
+     */
+    spliceText(id: string, qid: string, pos: number, del: number, ins: string): void;
+    /**
+     * Selects (on) or deselects an option; multiple defaults to the
+     * question's own.
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} opt
+     * @param {boolean} on
+     * @param {boolean} [multiple]
+     */
+    choose(id: string, qid: string, opt: string, on: boolean, multiple?: boolean): void;
+    /**
+     * Sets (or, with null, clears) one cell of a question's matrix.
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} opt
+     * @param {string} crit
+     * @param {"yes"|"partly"|"no"|null} mark
+     */
+    setMark(id: string, qid: string, opt: string, crit: string, mark: "yes" | "partly" | "no" | null): void;
+    /**
+     * The current draft of a decision, read from its replica (cached by
+     * heads): {generation, questions: {qid: {text, choices, marks}}}.
+     * @param {Decision} d
+     */
+    draft(d: Decision): any;
+    /** @param {Decision} d */
+    unsent(d: Decision): boolean;
+    /**
+     * The decisions' records, in the server's order.
+     * @returns {DecisionRecord[]}
+     */
+    list(): DecisionRecord[];
+    /**
+     * A decision's state as plain values: its record, its current draft,
+     * whether this member edited it, whether edits are unsent. The same
+     * object is returned until something changes (so it suits React's
+     * useSyncExternalStore, Preact's hooks, or any store); null for an
+     * unknown decision.
+     * @param {string} id
+     * @returns {DecisionState|null}
+     */
+    state(id: string): DecisionState | null;
+    /**
+     * Calls fn with a decision's state now and after every change to it.
+     * Returns the unsubscribe function.
+     * @param {string} id
+     * @param {(state: DecisionState|null) => void} fn
+     * @returns {() => void}
+     */
+    watch(id: string, fn: (state: DecisionState | null) => void): () => void;
+    /**
+     * Resolves when pred() holds, checked after every change; rejects with
+     * a RefusedError (reason timeout) after ms.
+     * @param {() => boolean} pred
+     * @param {number} ms
+     * @param {string} what
+     * @returns {Promise<void>}
+     */
+    until(pred: () => boolean, ms: number, what: string): Promise<void>;
+    /**
+     * Resolves once the server has welcomed this client and every decision
+     * it named has its document applied: edits made right after build on
+     * the server's accepted drafts.
+     * @param {number} [ms]
+     */
+    ready(ms?: number): Promise<void>;
+    /**
+     * Resolves with a decision's state once its replica is here (restored
+     * from storage or sent by the server), so it can be edited at once.
+     * @param {string} id
+     * @param {number} [ms]
+     * @returns {Promise<DecisionState>}
+     */
+    open(id: string, ms?: number): Promise<DecisionState>;
+    /**
+     * Resolves once the decisions' edits are all accepted (none unsent or
+     * in flight).
+     * @param {string[]} [ids] every decision when omitted
+     * @param {number} [ms]
+     */
+    flush(ids?: string[], ms?: number): Promise<void>;
+    /**
+     * Waits until none of ids has an edit in flight or unsent.
+     * @param {string[]} ids
+     * @param {number} ms
+     */
+    idle(ids: string[], ms: number): Promise<boolean>;
+    /**
+     * Creates decisions (question:create). Resolves with their records once
+     * their documents are here.
+     * @param {{key: string, origin?: string, definition: Definition}[]} cards
+     * @returns {Promise<DecisionRecord[]>}
+     */
+    create(cards: {
+        key: string;
+        origin?: string;
+        definition: Definition;
+    }[]): Promise<DecisionRecord[]>;
+    /**
+     * Saves one or several decisions at once, each claiming the revision
+     * its replica displays (their edits are first sent and accepted).
+     * Resolves with the records once every one is saved; otherwise rejects
+     * with the first refusal (its reply holds every result). Each
+     * decision's note says how it went.
+     * @param {string[]} ids
+     * @returns {Promise<DecisionRecord[]>}
+     */
+    save(ids: string[]): Promise<DecisionRecord[]>;
+    /**
+     * Runs a request about one decision, showing its outcome as the
+     * decision's note. Resolves with the reply, or rejects with a
+     * RefusedError.
+     * @param {string} id
+     * @param {string} kind
+     * @param {Record<string, any>} fields
+     * @param {string} busy
+     * @param {string} okText
+     * @returns {Promise<any>}
+     */
+    act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<any>;
+    /**
+     * Reopens a settled decision; resolves once the replica holds its
+     * fresh draft.
+     * @param {string} id
+     * @returns {Promise<DecisionRecord>}
+     */
+    reopen(id: string): Promise<DecisionRecord>;
+    /**
+     * @param {string} id
+     * @returns {Promise<DecisionRecord>}
+     */
+    discard(id: string): Promise<DecisionRecord>;
+    /**
+     * Sets a settled decision's why (one plain sentence); empty clears it.
+     * @param {string} id
+     * @param {string} text
+     * @returns {Promise<DecisionRecord>}
+     */
+    why(id: string, text: string): Promise<DecisionRecord>;
+    /**
+     * Appends an option or a criterion; resolves once its cells can be
+     * marked. The idempotency key is kept until a definite answer, so a
+     * retry after a lost connection reuses it.
+     * @param {"option"|"criterion"} what
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} label
+     * @returns {Promise<Item>} the new option or criterion
+     */
+    append(what: "option" | "criterion", id: string, qid: string, label: string): Promise<Item>;
+    /**
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} label
+     */
+    appendOption(id: string, qid: string, label: string): Promise<Item>;
+    /**
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} label
+     */
+    appendCriterion(id: string, qid: string, label: string): Promise<Item>;
+    /**
+     * Attaches started work (a research request or an investigation the
+     * host started) or asks a member (question:explore).
+     * @param {string} id
+     * @param {{request?: string, investigation?: string, member?: string, focus?: string}} target
+     * @returns {Promise<any>} the reply: {finding, record}
+     */
+    explore(id: string, target: {
+        request?: string;
+        investigation?: string;
+        member?: string;
+        focus?: string;
+    }): Promise<any>;
+    /**
+     * @param {string} id
+     * @param {string} finding
+     */
+    stopFinding(id: string, finding: string): Promise<any>;
+    /**
+     * The asked member's take (question:take).
+     * @param {string} id
+     * @param {string} finding
+     * @param {string} reply
+     * @param {""|"supports"|"objects"} [stance]
+     */
+    take(id: string, finding: string, reply: string, stance?: "" | "supports" | "objects"): Promise<any>;
+    /**
+     * Expands a decision to its page (question:page); the reply's record
+     * carries childId.
+     * @param {string} id
+     */
+    page(id: string): Promise<any>;
+    /** Decisions this member edited that are still open (the Save bar's). */
+    editedOpen(): Decision[];
+}
+export type Item = {
+    id: string;
+    label: string;
+};
+export type Question = {
+    id: string;
+    question: string;
+    context?: string;
+    response?: string;
+    options?: Item[];
+    multiple?: boolean;
+    criteria?: Item[];
+    verbatim?: boolean;
+};
+export type Definition = {
+    questions: Question[];
+};
+export type QuestionAnswer = {
+    question: string;
+    choices?: string[];
+    text?: string;
+    marks?: Record<string, string>;
+};
+export type Answer = {
+    generation: number;
+    answers: QuestionAnswer[];
+    by: string;
+    at: any;
+};
+export type HistoryEntry = Answer & {
+    why?: string;
+    whyBy?: string;
+    reopenedBy: string;
+    reopenedAt: any;
+};
+export type DecisionRecord = {
+    id: string;
+    key?: string;
+    origin?: string;
+    status: string;
+    definition: Definition;
+    generation?: number;
+    answer?: Answer;
+    why?: string;
+    whyBy?: string;
+    history?: HistoryEntry[];
+    passage?: string[];
+    createdBy?: string;
+    createdAt?: any;
+    discardedBy?: string;
+    discardedAt?: any;
+};
+export type Note = {
+    text: string;
+    tone: "info" | "error" | "ok";
+    at: number;
+};
+export type Decision = {
+    id: string;
+    record: DecisionRecord;
+    doc: any;
+    accepted: string[];
+    inflight: string;
+    sent: string[];
+    known: Set<string>;
+    held: boolean;
+    synced: boolean;
+    edited: boolean;
+    note: Note | null;
+    busy: string;
+    view: any;
+    viewKey: string;
+    stored: string;
+};
+export type Source = {
+    title?: string;
+    url: string;
+};
+export type Finding = {
+    id: string;
+    kind: "research" | "spike" | "ask";
+    status: "running" | "ready" | "failed" | "stopped";
+    focus?: string;
+    ref: string;
+    title?: string;
+    summary?: string;
+    sources?: Source[];
+    sourceCount?: number;
+    branch?: string;
+    childId?: string;
+    stance?: "supports" | "objects";
+    by: string;
+    at?: any;
+};
+export type DecisionState = {
+    id: string;
+    record: DecisionRecord;
+    status: string;
+    generation: number;
+    questions: Record<string, R.QuestionDraft>;
+    ready: boolean;
+    synced: boolean;
+    edited: boolean;
+    unsent: boolean;
+    note: Note | null;
+    busy: string;
+};
+/**
+ * known holds every hash that has been one of the replica's heads since it
+ * last took a whole document (or since its history was last all accepted;
+ * see settle). It stands in for automerge's hasHeads, which rebuilds
+ * changes and costs more the longer the history: the heads a server
+ * reports are always changes that were once the replica's heads (a change
+ * with a descendant on the server is no longer a head there), so "every
+ * reported head is known" says exactly what "the history holds every
+ * reported head" says, at the cost of a set lookup.
+ */
+export type ClientOptions = {
+    doc: string;
+    member?: string;
+    url?: string;
+    token?: string;
+    WebSocket?: any;
+    storage?: import("./storage.js").Storage | null;
+    onStorageError?: (err: StorageError) => void;
+    storeDelay?: number;
+    requestTimeout?: number;
+    restoreTimeout?: number;
+};
+import { StorageError } from "./errors.js";
+import * as R from "./replica.js";
