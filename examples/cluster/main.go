@@ -175,6 +175,7 @@ func startNode(ctx context.Context, i int, natsURL string, log *slog.Logger) (*n
 	if err != nil {
 		return nil, err
 	}
+	store.RequireLease(router)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", router)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {

@@ -188,6 +188,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 		return nil, err
 	}
 	s.router.Store(r)
+	s.fenced.RequireLease(r)
 	registerClusterMetrics(a.metrics, r, s.fenced)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", r)
