@@ -42,10 +42,10 @@ type fleet struct {
 	// cut off from NATS may answer late.
 	dialTimeout time.Duration
 	ttl         time.Duration
-	leas  natsjs.KeyValue
-	mu    sync.Mutex
-	slots []*child
-	next  int
+	leas        natsjs.KeyValue
+	mu          sync.Mutex
+	slots       []*child
+	next        int
 }
 
 func newFleet(t testing.TB, c *natstest.Cluster, nodes int, ttl time.Duration) *fleet {
@@ -475,6 +475,7 @@ func (w *worker) appendOption(ctx context.Context, n int) {
 //   - every answer the Planner's queue handed to a turn was handed over
 //     exactly once across the nodes and the kills, and every acknowledged
 //     save of a Planner decision that stayed settled was handed over.
+//
 // failoverLease is the lease TTL of TestSIGKILLFailoverCycles: 1 s keeps
 // the test short; -failover.lease=2s (cluster.DefaultLeaseTTL) measures
 // the failover a default node gives.
