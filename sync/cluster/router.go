@@ -73,7 +73,7 @@ type Options struct {
 	// document accepted here and closes its connections (sync/server's
 	// Server.HandOff), so that the next owner loads everything this node
 	// acknowledged and its clients redial to it at once. ctx bounds it
-	// (a third of LeaseTTL, within which the lease cannot expire).
+	// (handOffTimeout; the lease is renewed meanwhile).
 	HandOff func(ctx context.Context, doc string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -102,11 +102,15 @@ type lease struct {
 	conns    int       // connections being served for the document
 	lastConn time.Time // when the last one ended
 	// leaving is set while the lease is handed off (Close): no new
-	// connection is served, and it is no longer renewed.
+	// connection is served; it is renewed until released.
 	leaving bool
 	// renewing is set while a renewal of the lease is under way, so that
 	// a slow one is not started again beside itself.
 	renewing bool
+	// releasing is set once the handoff is about to release the lease:
+	// no renewal starts, since one would move the revision the release
+	// is made at.
+	releasing bool
 }
 
 // Router serves the sync protocol of a cluster node: a connection for a
@@ -651,7 +655,7 @@ func (r *Router) renewLoop() {
 		r.mu.Lock()
 		var due []string
 		for doc, l := range r.leases {
-			if !l.leaving && !l.renewing {
+			if !l.renewing && !l.releasing {
 				l.renewing = true
 				due = append(due, doc)
 			}
@@ -689,11 +693,13 @@ const renewers = 64
 func (r *Router) renew(doc string) {
 	r.mu.Lock()
 	l, ok := r.leases[doc]
-	if !ok || l.leaving {
+	if !ok {
 		r.mu.Unlock()
 		return
 	}
-	rev, idle := l.rev, l.conns == 0 && time.Since(l.lastConn) > r.o.ReleaseAfter
+	// A lease being handed off is renewed, not released here: the
+	// handoff releases it once the document is committed.
+	rev, idle := l.rev, !l.leaving && l.conns == 0 && time.Since(l.lastConn) > r.o.ReleaseAfter
 	renewed := l.renewed
 	r.mu.Unlock()
 	key := leaseKey(doc)
@@ -743,7 +749,7 @@ func (r *Router) renew(doc string) {
 		}
 		r.mu.Lock()
 		l, ok := r.leases[doc]
-		stillOurs := ok && !l.leaving && l.rev == rev
+		stillOurs := ok && l.rev == rev
 		r.mu.Unlock()
 		if !stillOurs {
 			return
@@ -828,22 +834,35 @@ func (r *Router) Close() error {
 	return errors.Join(errs...)
 }
 
+// handOffTimeout bounds Options.HandOff for one document. The lease is
+// renewed meanwhile, so a slow commit is waited for rather than cut off.
+const handOffTimeout = 5 * time.Second
+
 // handOff commits doc here (Options.HandOff) and releases its lease.
 func (r *Router) handOff(doc string) error {
 	var errs []error
 	if r.o.HandOff != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+		ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
 		if err := r.o.HandOff(ctx, doc); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: hand off %q: %w", doc, err))
 		}
 		cancel()
 	}
-	r.mu.Lock()
 	var rev uint64
-	if l, ok := r.leases[doc]; ok {
-		rev = l.rev
+	for {
+		r.mu.Lock()
+		l, ok := r.leases[doc]
+		if ok {
+			l.releasing = true
+			rev = l.rev
+		}
+		renewing := ok && l.renewing
+		r.mu.Unlock()
+		if !renewing {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // a renewal ends by its deadline
 	}
-	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
 	err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev))
 	cancel()
