@@ -476,10 +476,13 @@ func (w *worker) appendOption(ctx context.Context, n int) {
 //     exactly once across the nodes and the kills, and every acknowledged
 //     save of a Planner decision that stayed settled was handed over.
 //
-// failoverLease is the lease TTL of TestSIGKILLFailoverCycles: 1 s keeps
-// the test short; -failover.lease=2s (cluster.DefaultLeaseTTL) measures
-// the failover a default node gives.
-var failoverLease = flag.Duration("failover.lease", time.Second, "lease TTL of TestSIGKILLFailoverCycles")
+// The lease TTL and client backoff of TestSIGKILLFailoverCycles: 1 s and
+// 20–250 ms keep the test short; -failover.lease=2s -failover.defaults
+// measures the failover a default node and a default replica give.
+var (
+	failoverLease    = flag.Duration("failover.lease", time.Second, "lease TTL of TestSIGKILLFailoverCycles")
+	failoverDefaults = flag.Bool("failover.defaults", false, "TestSIGKILLFailoverCycles: clients with the replica's default backoff")
+)
 
 func TestSIGKILLFailoverCycles(t *testing.T) {
 	const (
@@ -500,9 +503,11 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		var err error
 		for i := 0; i < 100; i++ {
 			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-			// The replica's default backoff: the failover measured is the
-			// one its users get.
-			cl, err = replica.Dial(dctx, u, replica.Options{Dialer: f.dialer(home), HandshakeTimeout: 3 * time.Second})
+			o := replica.Options{Dialer: f.dialer(home), MinBackoff: 20 * time.Millisecond, MaxBackoff: 250 * time.Millisecond, HandshakeTimeout: 3 * time.Second}
+			if *failoverDefaults {
+				o.MinBackoff, o.MaxBackoff = 0, 0
+			}
+			cl, err = replica.Dial(dctx, u, o)
 			dcancel()
 			if err == nil {
 				break
