@@ -278,7 +278,7 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 			}
 			continue
 		}
-		if !errors.Is(err, natsjs.ErrKeyExists) {
+		if !takenMeanwhile(err) {
 			return "", "", 0, fmt.Errorf("cluster: take lease of %q: %w", doc, err)
 		}
 		e, err := r.kv.Get(ctx, key)
@@ -320,6 +320,19 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 		return o.Node, o.URL, e.Revision(), nil
 	}
 	return "", "", 0, fmt.Errorf("cluster: lease of %q keeps changing hands", doc)
+}
+
+// takenMeanwhile reports whether a Create of a lease failed because the
+// key holds a lease: it existed, or, released, another node took it
+// between the Create's two steps (a replicated bucket then answers
+// "wrong last sequence", code 10164, which Create does not translate).
+func takenMeanwhile(err error) bool {
+	if errors.Is(err, natsjs.ErrKeyExists) || errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *natsjs.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence || api.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // transient reports whether err is JetStream not answering for a moment
