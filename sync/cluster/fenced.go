@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
@@ -68,10 +69,12 @@ func (f *FencedStore) RequireLease(r *Router) {
 
 // LoadDocument loads doc and remembers the head of the state returned.
 func (f *FencedStore) LoadDocument(ctx context.Context, doc string) (*persist.StoredDocument, error) {
+	start := time.Now()
 	d, head, err := f.s.LoadDocumentHead(ctx, doc)
 	if err != nil {
 		return nil, err
 	}
+	f.log.Debug("cluster: loaded", "doc", doc, "head", head, "took", time.Since(start))
 	f.mu.Lock()
 	f.heads[doc] = head
 	f.mu.Unlock()
