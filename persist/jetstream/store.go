@@ -270,8 +270,8 @@ func (s *Store) loadLeader(ctx context.Context, doc string, d *persist.StoredDoc
 // Reading a document from a replicated stream's leader: sequences 1 to
 // the head are cut into loadSpans spans, read loadReaders at a time.
 const (
-	loadSpans   = 32
-	loadReaders = 8
+	loadSpans   = 64
+	loadReaders = 16
 )
 
 // loadRanges returns doc's messages with sequences up to want, in stream
