@@ -668,7 +668,7 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 	const doc = "lapsed"
 
 	ana := join(t, a.url, doc, "ana")
-	if _, err := ana.Create(ctx, card("first")); err != nil {
+	if _, err := createRetrying(ctx, ana, card("first")); err != nil {
 		t.Fatal(err)
 	}
 	js, err := natsjs.New(natstest.Connect(t, c.URL(2)))
@@ -687,6 +687,9 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 		return err == nil && node == "b"
 	})
 	waitFor(t, "a to see its lease gone", 2*leaseTTL, func() bool { return !a.router.Owns(doc) })
+	// The document a served has stopped (Options.Lost): the work below
+	// loads it afresh, at the new owner's head.
+	waitFor(t, "a to unload the document", 5*time.Second, func() bool { return a.srv.Stats().Documents == 0 })
 
 	late := card("late")
 	err = a.srv.Do(ctx, doc, func(auth *question.Authority) error {
@@ -700,7 +703,7 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 	}
 
 	ben := join(t, b.url, doc, "ben")
-	if _, err := ben.Create(ctx, card("second")); err != nil {
+	if _, err := createRetrying(ctx, ben, card("second")); err != nil {
 		t.Fatalf("the new owner's commit: %v", err)
 	}
 	if n := b.store.Fenced(); n != 0 {
