@@ -3,13 +3,18 @@
 // document is stored in a three-replica stream, each document is decided
 // by the one node holding its lease, and a client may dial any node.
 //
-//	go run ./cluster            # nodes on 127.0.0.1:8181, :8182, :8183 (/sync)
-//	go run ./cluster -demo      # and two clients, on two nodes, saving one decision at once
+//	go run ./cluster            # the example's page, three nodes on 127.0.0.1:8081, :8082, :8083
+//	go run ./cluster -bare      # bare sync nodes on 127.0.0.1:8181, :8182, :8183 (/sync)
+//	go run ./cluster -demo      # bare nodes, and two clients on two nodes saving one decision at once
 //
-// The sync endpoint of node i is ws://127.0.0.1:818i/sync?doc=<id>&member=<login>
-// (the Go client in sync/replica dials it). A connection to a node that
-// does not own the document is forwarded to the owner. Data lives in
-// -data (a temp folder by default). See docs/SCALING.md.
+// Run from the examples folder: the page nodes are the example server
+// (./server, built into the data folder) in cluster mode, one process
+// each, sharing a session key; each prints its page's address and its
+// sign-in links. The sync endpoint of bare node i is
+// ws://127.0.0.1:818i/sync?doc=<id>&member=<login> (the Go client in
+// sync/replica dials it). A connection to a node that does not own the
+// document is forwarded to the owner. Data lives in -data (a temp folder
+// by default). See docs/SCALING.md.
 package main
 
 import (
@@ -51,7 +56,8 @@ const nodes = 3
 
 func run() error {
 	data := flag.String("data", "", "data folder (a temp folder if empty)")
-	demo := flag.Bool("demo", false, "run two clients on two nodes saving one decision at once, then exit")
+	demo := flag.Bool("demo", false, "run two clients on two bare nodes saving one decision at once, then exit")
+	bare := flag.Bool("bare", false, "start bare sync nodes instead of the example's page")
 	level := flag.String("log", "warn", "log level")
 	flag.Parse()
 	var lv slog.Level
@@ -98,36 +104,34 @@ func run() error {
 
 	var natsURLs []string
 	for i := range nodes {
+		natsURLs = append(natsURLs, ns[i].ClientURL())
+	}
+	all := strings.Join(natsURLs, ",")
+	if !*bare && !*demo {
+		return runPages(ctx, *data, all, *level)
+	}
+	for i := range nodes {
 		n, err := startNode(ctx, i+1, ns[i].ClientURL(), log)
 		if err != nil {
 			return fmt.Errorf("node %d: %w", i+1, err)
 		}
 		defer n.stop()
 		fmt.Printf("node %d: ws://%s/sync?doc=<id>&member=<login>  metrics http://%s/metrics  (NATS %s)\n", i+1, n.addr, n.addr, ns[i].ClientURL())
-		natsURLs = append(natsURLs, ns[i].ClientURL())
 	}
 	if *demo {
 		return runDemo(ctx)
 	}
-	all := strings.Join(natsURLs, ",")
 	fmt.Printf(`
 Three nodes share one JetStream cluster; a client may dial any node, and
 each document is decided by the node holding its lease.
 
+NATS: %s
+
 Next, from the examples folder:
   go run ./cluster -demo        two clients on two nodes save one decision at once
+  go run ./cluster              the example's page on three nodes instead
   go run ./load -nodes 3        the load test against three nodes of its own
-The example's page, as three nodes of this NATS cluster (one terminal each):
-  go run ./server -addr 127.0.0.1:8081 -data /tmp/accord-a -node a -nats %[1]s
-  go run ./server -addr 127.0.0.1:8082 -data /tmp/accord-b -node b -nats %[1]s
-  go run ./server -addr 127.0.0.1:8083 -data /tmp/accord-c -node c -nats %[1]s
-then open http://127.0.0.1:8081/ and http://127.0.0.1:8082/ (sign in with a
-link each prints; the nodes need one ACCORD_SESSION_KEY, e.g. export
-ACCORD_SESSION_KEY=$(openssl rand -hex 32) before starting them). Stop a
-node with Ctrl-C: it hands its documents off and the page reconnects to
-the next owner. Kill one (kill -9): the others take over once its lease
-expires (-lease-ttl). See docs/OPERATIONS.md and docs/SCALING.md.
-Ctrl-C stops everything.
+See docs/OPERATIONS.md and docs/SCALING.md. Ctrl-C stops everything.
 `, all)
 	<-ctx.Done()
 	return nil
@@ -175,6 +179,7 @@ func startNode(ctx context.Context, i int, natsURL string, log *slog.Logger) (*n
 	if err != nil {
 		return nil, err
 	}
+	store.RequireLease(router)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", router)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {

@@ -75,6 +75,7 @@ func runNode(addr, natsURLs, name string, lease time.Duration) error {
 	if err != nil {
 		return err
 	}
+	store.RequireLease(router)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", router)
 	hs := &http.Server{Addr: addr, Handler: mux}

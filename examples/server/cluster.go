@@ -60,7 +60,7 @@ func clusterFlags() *clusterOptions {
 	replicas, _ := strconv.Atoi(env("ACCORD_NATS_REPLICAS", "3"))
 	flag.IntVar(&o.Replicas, "nats-replicas", replicas, "replicas of the JetStream stream and lease bucket")
 	ttl, _ := time.ParseDuration(env("ACCORD_LEASE_TTL", "0s"))
-	flag.DurationVar(&o.LeaseTTL, "lease-ttl", ttl, "how long a crashed node's documents wait for another node (default 6s; see docs/SCALING.md)")
+	flag.DurationVar(&o.LeaseTTL, "lease-ttl", ttl, "how long a crashed node's documents wait for another node (default 2s; see docs/SCALING.md)")
 	return o
 }
 
@@ -188,6 +188,7 @@ func (s *nodeStore) route(ctx context.Context, a *app, h http.Handler, log *slog
 		return nil, err
 	}
 	s.router.Store(r)
+	s.fenced.RequireLease(r)
 	registerClusterMetrics(a.metrics, r, s.fenced)
 	mux := http.NewServeMux()
 	mux.Handle("/sync", r)

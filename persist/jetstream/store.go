@@ -200,7 +200,7 @@ func newDocument() *persist.StoredDocument {
 // a replicated stream such a consumer sits on any replica, and a replica
 // that lags or catches up from a snapshot can show a Write in part; so
 // every message is asked from the leader instead (Get with next_by_subj),
-// a round trip each.
+// several spans of the stream at once (loadLeader).
 //
 // Each request has its own Options.Timeout, not the load as a whole: a
 // document's load takes a round trip per message on a replicated stream,
@@ -222,10 +222,28 @@ func (s *Store) loadOnce(ctx context.Context, doc string) (*persist.StoredDocume
 }
 
 // loadLeader folds doc's messages into d, asking the leader for each.
+// The messages up to want (which were all stored when the load began) are
+// read by loadRanges, several requests at a time; the fold applies them
+// in stream order, then the read goes on one message at a time from want,
+// until it has passed the last head: a value superseded meanwhile is
+// replaced by one stored after want, which that read reaches.
 func (s *Store) loadLeader(ctx context.Context, doc string, d *persist.StoredDocument, want uint64) (*persist.StoredDocument, uint64, error) {
 	filter := s.l.docFilter(doc)
+	msgs, err := s.loadRanges(ctx, doc, filter, want)
+	if err != nil {
+		return nil, 0, err
+	}
 	var head uint64
-	for seq := uint64(1); ; {
+	for _, m := range msgs {
+		isHead, err := s.fold(d, doc, m.Subject, m.Header, m.Data)
+		if err != nil {
+			return nil, 0, err
+		}
+		if isHead {
+			head = m.Sequence
+		}
+	}
+	for seq := want + 1; ; {
 		gctx, cancel := s.opContext(ctx)
 		m, err := s.stream.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(filter))
 		cancel()
@@ -247,6 +265,80 @@ func (s *Store) loadLeader(ctx context.Context, doc string, d *persist.StoredDoc
 		}
 		seq = m.Sequence + 1
 	}
+}
+
+// Reading a document from a replicated stream's leader: sequences 1 to
+// the head are cut into loadSpans spans, read loadReaders at a time.
+const (
+	loadSpans   = 64
+	loadReaders = 16
+)
+
+// loadRanges returns doc's messages with sequences up to want, in stream
+// order. Each span is read from its start, one message after the other
+// (Get with next_by_subj, from the leader), and the spans are read
+// concurrently: a load costs about a round trip per loadReaders messages
+// instead of one per message.
+func (s *Store) loadRanges(ctx context.Context, doc, filter string, want uint64) ([]*natsjs.RawStreamMsg, error) {
+	spans := min(uint64(loadSpans), want)
+	width := (want + spans - 1) / spans
+	found := make([][]*natsjs.RawStreamMsg, spans)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		emu   sync.Mutex
+		first error
+		next  = make(chan uint64)
+	)
+	for range min(loadReaders, int(spans)) {
+		wg.Go(func() {
+			for i := range next {
+				from, to := 1+i*width, min((i+1)*width, want)
+				for seq := from; seq <= to; {
+					gctx, gcancel := s.opContext(rctx)
+					m, err := s.stream.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(filter))
+					gcancel()
+					if errors.Is(err, natsjs.ErrMsgNotFound) {
+						break
+					}
+					if err != nil {
+						emu.Lock()
+						if first == nil {
+							first = fmt.Errorf("jetstream: load %q: get: %w", doc, err)
+						}
+						emu.Unlock()
+						cancel()
+						break
+					}
+					if m.Sequence > to {
+						break // the next span's
+					}
+					found[i] = append(found[i], m)
+					seq = m.Sequence + 1
+				}
+			}
+		})
+	}
+	for i := range spans {
+		select {
+		case next <- i:
+		case <-rctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("jetstream: load %q: %w", doc, err)
+	}
+	var out []*natsjs.RawStreamMsg
+	for _, ms := range found {
+		out = append(out, ms...)
+	}
+	return out, nil
 }
 
 // loadConsumer folds doc's messages into d through an ephemeral consumer,

@@ -154,6 +154,7 @@ func runChild(name string) error {
 	if err != nil {
 		return err
 	}
+	store.RequireLease(router)
 	opts := delivery.Options{
 		Authorities: cluster.NewOwnerOnly(router, srv), Logger: log,
 		Quiet: 50 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: time.Second, Retry: 200 * time.Millisecond,

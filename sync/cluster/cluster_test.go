@@ -94,6 +94,7 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	if err != nil {
 		t.Fatalf("%s: router: %v", name, err)
 	}
+	n.store.RequireLease(n.router)
 	n.mux = http.NewServeMux()
 	n.mux.Handle("/", n.router)
 	mu.Lock()
@@ -657,4 +658,65 @@ func TestFailoverCycles(t *testing.T) {
 		t.Fatalf("appended criteria after %d failovers: %+v", cycles, rec.Definition.Questions)
 	}
 	t.Logf("%d owner crashes; %d acknowledged saves all settled, by their savers; %d appends repeated across failovers, each applied once", cycles, len(settled), cycles)
+}
+
+// TestNoCommitWithoutTheLease takes a document's lease away from its owner
+// a and has host work run there afterwards (a Do, as one drained while the
+// document shuts down): a reloads the document, which lifts the fence, so
+// only the lease check stops it from committing on top of the new owner's
+// state. The work is refused as unavailable, nothing is applied, and the
+// new owner's next commit is not fenced.
+func TestNoCommitWithoutTheLease(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	a := startNode(t, "a", c.URL(0))
+	b := startNode(t, "b", c.URL(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const doc = "lapsed"
+
+	ana := join(t, a.url, doc, "ana")
+	if _, err := createRetrying(ctx, ana, card("first")); err != nil {
+		t.Fatal(err)
+	}
+	js, err := natsjs.New(natstest.Connect(t, c.URL(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, cluster.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, base64.RawURLEncoding.EncodeToString([]byte(doc))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to take the lease", 10*time.Second, func() bool {
+		node, _, err := b.router.Owner(ctx, doc)
+		return err == nil && node == "b"
+	})
+	waitFor(t, "a to see its lease gone", 2*leaseTTL, func() bool { return !a.router.Owns(doc) })
+	// The document a served has stopped (Options.Lost): the work below
+	// loads it afresh, at the new owner's head.
+	waitFor(t, "a to unload the document", 5*time.Second, func() bool { return a.srv.Stats().Documents == 0 })
+
+	late := card("late")
+	err = a.srv.Do(ctx, doc, func(auth *question.Authority) error {
+		_, err := auth.Create(ctx, question.Member{Login: "ana", Write: true},
+			[]question.CreateRequest{{Key: late.Key, Origin: late.Origin, Definition: late.Definition}})
+		return err
+	})
+	var refusal *question.Refusal
+	if !errors.As(err, &refusal) || refusal.Reason != question.Unavailable {
+		t.Fatalf("work on a after it lost the lease: %v, want a refusal %q", err, question.Unavailable)
+	}
+
+	ben := join(t, b.url, doc, "ben")
+	if _, err := createRetrying(ctx, ben, card("second")); err != nil {
+		t.Fatalf("the new owner's commit: %v", err)
+	}
+	if n := b.store.Fenced(); n != 0 {
+		t.Fatalf("the new owner was fenced %d times", n)
+	}
+	if recs := ben.Records(); len(recs) != 2 {
+		t.Fatalf("%d decisions in the document, want 2 (first, second)", len(recs))
+	}
 }

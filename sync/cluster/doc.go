@@ -37,6 +37,7 @@
 //		Lost:     func(doc string) { store.Forget(doc); srv.CloseDocument(doc) },
 //		Acquired: func(doc string) { driver.Watch(doc); driver.Poke(doc) },
 //	})
+//	store.RequireLease(router) // no commit for a document whose lease is elsewhere
 //	driver, _ := delivery.New(delivery.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})
 //	http.Handle("/sync", router)
 //	http.Handle("/api/", router.Handler(func(r *http.Request) string { return r.URL.Query().Get("doc") }, api))

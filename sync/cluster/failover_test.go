@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -474,14 +475,23 @@ func (w *worker) appendOption(ctx context.Context, n int) {
 //   - every answer the Planner's queue handed to a turn was handed over
 //     exactly once across the nodes and the kills, and every acknowledged
 //     save of a Planner decision that stayed settled was handed over.
+//
+// The lease TTL and client backoff of TestSIGKILLFailoverCycles: 1 s and
+// 20–250 ms keep the test short; -failover.lease=2s -failover.defaults
+// measures the failover a default node and a default replica give.
+var (
+	failoverLease    = flag.Duration("failover.lease", time.Second, "lease TTL of TestSIGKILLFailoverCycles")
+	failoverDefaults = flag.Bool("failover.defaults", false, "TestSIGKILLFailoverCycles: clients with the replica's default backoff")
+)
+
 func TestSIGKILLFailoverCycles(t *testing.T) {
 	const (
 		cycles   = 20
 		nodes    = 3
 		perNode  = 2
 		workTime = 400 * time.Millisecond
-		ttl      = time.Second
 	)
+	ttl := *failoverLease
 	c := natstest.RunCluster(t, 3)
 	f := newFleet(t, c, nodes, ttl)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -493,7 +503,11 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		var err error
 		for i := 0; i < 100; i++ {
 			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-			cl, err = replica.Dial(dctx, u, replica.Options{Dialer: f.dialer(home), MinBackoff: 20 * time.Millisecond, MaxBackoff: 250 * time.Millisecond, HandshakeTimeout: 3 * time.Second})
+			o := replica.Options{Dialer: f.dialer(home), MinBackoff: 20 * time.Millisecond, MaxBackoff: 250 * time.Millisecond, HandshakeTimeout: 3 * time.Second}
+			if *failoverDefaults {
+				o.MinBackoff, o.MaxBackoff = 0, 0
+			}
+			cl, err = replica.Dial(dctx, u, o)
 			dcancel()
 			if err == nil {
 				break
@@ -742,10 +756,11 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 		}
 	}
 	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
-	t.Logf("%d SIGKILLs of the owner: failover (kill → a new edit acknowledged and held by all %d clients) p50 %v, max %v; "+
+	t.Logf("failovers: %v", failovers)
+	t.Logf("%d SIGKILLs of the owner, lease TTL %v: failover (kill → a new edit acknowledged and held by all %d clients) p50 %v, p90 %v, max %v; "+
 		"%d acknowledged edits all present once; %d settles, %d reopens, %d saves/reopens of unknown outcome, linearizable; "+
 		"%d appends (%d attempts of unknown outcome), each applied once; %d answers handed to the Planner, each once",
-		cycles, len(clients), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond),
+		cycles, ttl, len(clients), failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)*9/10].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond),
 		len(h.acked), settles, reopens, unknown, appended, appUnknown, len(delivered))
 }
 

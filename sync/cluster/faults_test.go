@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,14 +285,32 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		summary = append(summary, fmt.Sprintf("%s ×%d (recovered p50 %v, max %v)", k, len(ds), ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond)))
 	}
+	// The renewals that took over T/6 (the Router logs them), against
+	// the T/3 a renewal may take before a lease is given up.
+	var slow []time.Duration
+	lost := 0
+	for _, l := range logs {
+		for _, m := range slowRenewalLine.FindAllStringSubmatch(l, -1) {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				slow = append(slow, d)
+			}
+		}
+		lost += strings.Count(l, `msg="cluster: lease lost"`)
+	}
+	slices.Sort(slow)
+	slowest := time.Duration(0)
+	if len(slow) > 0 {
+		slowest = slow[len(slow)-1]
+	}
 	t.Logf("%d fault cycles: %s; %d acknowledged edits all present once; %d settles, %d reopens, %d of unknown outcome, linearizable; %d append attempts; "+
-		"%d commits by %d owners in turn, each on the state the one before made",
-		cycles, strings.Join(summary, ", "), len(h.acked), settles, reopens, unknown, len(h.apps), commits, owners)
+		"%d commits by %d owners in turn, each on the state the one before made; %d lease renewals slower than T/6 (slowest %v), %d leases lost",
+		cycles, strings.Join(summary, ", "), len(h.acked), settles, reopens, unknown, len(h.apps), commits, owners, len(slow), slowest.Round(time.Millisecond), lost)
 }
 
 var (
-	committedLine = regexp.MustCompile(`msg="cluster: committed" node=(\S+) doc=(\S+) from=(\d+) to=(\d+)`)
-	unknownLine   = regexp.MustCompile(`msg="cluster: commit outcome unknown" node=(\S+) doc=(\S+) from=(\d+)`)
+	committedLine   = regexp.MustCompile(`msg="cluster: committed" node=(\S+) doc=(\S+) from=(\d+) to=(\d+)`)
+	unknownLine     = regexp.MustCompile(`msg="cluster: commit outcome unknown" node=(\S+) doc=(\S+) from=(\d+)`)
+	slowRenewalLine = regexp.MustCompile(`msg="cluster: slow lease renewal" node=\S+ doc=\S+ took=(\S+)`)
 )
 
 // checkFencing reads the nodes' logs of their commits to doc and checks

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
@@ -32,6 +33,10 @@ type FencedStore struct {
 	mu    sync.Mutex
 	heads map[string]uint64 // per loaded document: the head its state is at
 
+	// leased, if set (RequireLease), says whether this node holds a
+	// document's lease.
+	leased atomic.Pointer[func(doc string) bool]
+
 	fenced atomic.Uint64
 	log    *slog.Logger
 }
@@ -49,12 +54,27 @@ func NewFencedStore(s *jetstream.Store) *FencedStore {
 // outcome at Error. Call it before f is used.
 func (f *FencedStore) SetLogger(l *slog.Logger) { f.log = l }
 
+// RequireLease has f refuse every Commit for a document whose lease r
+// does not hold (lost, released, handed off, or never taken), with an
+// error wrapping ErrNotOwner, applying nothing, until r holds it again.
+// The fence alone lets a node that lost the lease commit once more after
+// it reloaded the document (host work drained while the document shuts
+// down, for instance): that commit lands on the new owner's state, which
+// is a chain still, but fences the new owner's next commit. Call it
+// before f is used.
+func (f *FencedStore) RequireLease(r *Router) {
+	held := r.holds
+	f.leased.Store(&held)
+}
+
 // LoadDocument loads doc and remembers the head of the state returned.
 func (f *FencedStore) LoadDocument(ctx context.Context, doc string) (*persist.StoredDocument, error) {
+	start := time.Now()
 	d, head, err := f.s.LoadDocumentHead(ctx, doc)
 	if err != nil {
 		return nil, err
 	}
+	f.log.Debug("cluster: loaded", "doc", doc, "head", head, "took", time.Since(start))
 	f.mu.Lock()
 	f.heads[doc] = head
 	f.mu.Unlock()
@@ -64,10 +84,19 @@ func (f *FencedStore) LoadDocument(ctx context.Context, doc string) (*persist.St
 // Commit commits w on top of the state last loaded or committed for doc.
 // It returns an error wrapping ErrFenced, applying nothing, if another
 // node committed to doc since, or if doc was never loaded here or its last
-// Commit's outcome is unknown; the next LoadDocument lifts the fence.
+// Commit's outcome is unknown; the next LoadDocument lifts the fence. With
+// RequireLease, it returns one wrapping ErrNotOwner, applying nothing,
+// while this node does not hold doc's lease.
 func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) error {
 	if w.Empty() {
 		return f.s.Commit(ctx, doc, w) // validation and ErrClosed only
+	}
+	if leased := f.leased.Load(); leased != nil && !(*leased)(doc) {
+		if err := f.s.Commit(ctx, doc, &persist.Write{}); err != nil {
+			return err
+		}
+		f.log.Warn("cluster: commit refused: the lease is not held here", "doc", doc)
+		return fmt.Errorf("cluster: commit to %q: %w", doc, ErrNotOwner)
 	}
 	f.mu.Lock()
 	head, ok := f.heads[doc]

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 // Defaults for the zero fields of Options.
 const (
 	DefaultBucket       = "ACCORD_OWNERS"
-	DefaultLeaseTTL     = 6 * time.Second
+	DefaultLeaseTTL     = 2 * time.Second
 	DefaultReleaseAfter = 45 * time.Second
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 	// document accepted here and closes its connections (sync/server's
 	// Server.HandOff), so that the next owner loads everything this node
 	// acknowledged and its clients redial to it at once. ctx bounds it
-	// (a third of LeaseTTL, within which the lease cannot expire).
+	// (handOffTimeout; the lease is renewed meanwhile).
 	HandOff func(ctx context.Context, doc string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -101,8 +102,15 @@ type lease struct {
 	conns    int       // connections being served for the document
 	lastConn time.Time // when the last one ended
 	// leaving is set while the lease is handed off (Close): no new
-	// connection is served, and it is no longer renewed.
+	// connection is served; it is renewed until released.
 	leaving bool
+	// renewing is set while a renewal of the lease is under way, so that
+	// a slow one is not started again beside itself.
+	renewing bool
+	// releasing is set once the handoff is about to release the lease:
+	// no renewal starts, since one would move the revision the release
+	// is made at.
+	releasing bool
 }
 
 // Router serves the sync protocol of a cluster node: a connection for a
@@ -124,9 +132,20 @@ type Router struct {
 	leases map[string]*lease
 	closed bool
 	stats  routerCounts
+	// waits are the lease changes connections are held for (see
+	// awaitMove), one poller per lease revision however many wait.
+	waits map[leaseAt]chan struct{}
 
-	stop chan struct{}
-	done chan struct{}
+	transport http.RoundTripper // to the owners
+	stop      chan struct{}
+	done      chan struct{}
+	workers   sync.WaitGroup // renewals and lease pollers
+}
+
+// leaseAt names one revision of a document's lease.
+type leaseAt struct {
+	doc string
+	rev uint64
 }
 
 // New opens (or creates) the lease bucket and starts the renewal loop.
@@ -172,16 +191,23 @@ func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
 	}
 	run := rand.Text()
 	self, _ := json.Marshal(owner{Node: o.Node, URL: o.URL, Run: run})
+	// A dead owner's machine may not refuse the connection but never
+	// answer it: the dial gives up well within the time a held
+	// connection waits (see ServeHTTP).
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DialContext = (&net.Dialer{Timeout: o.LeaseTTL / 4, KeepAlive: 30 * time.Second}).DialContext
 	r := &Router{
-		local:  local,
-		kv:     kv,
-		o:      o,
-		self:   self,
-		run:    run,
-		log:    o.Logger,
-		leases: make(map[string]*lease),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		local:     local,
+		kv:        kv,
+		o:         o,
+		self:      self,
+		run:       run,
+		log:       o.Logger,
+		leases:    make(map[string]*lease),
+		waits:     make(map[leaseAt]chan struct{}),
+		transport: transport,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	go r.renewLoop()
 	return r, nil
@@ -192,14 +218,25 @@ func leaseKey(doc string) string { return base64.RawURLEncoding.EncodeToString([
 // Owner returns the node that holds doc's lease, taking it for this node
 // if nobody does.
 func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err error) {
+	node, url, _, err = r.owner(ctx, doc)
+	return node, url, err
+}
+
+// errEarlierRun is owner's error for a lease held by this node's previous
+// run, which must expire (its revision is returned beside it).
+var errEarlierRun = errors.New("cluster: the lease is held by this node's previous run")
+
+// owner is Owner, with the revision of the lease when another node (or an
+// earlier run of this one) holds it.
+func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev uint64, err error) {
 	r.mu.Lock()
 	if l, ok := r.leases[doc]; ok {
 		leaving := l.leaving
 		r.mu.Unlock()
 		if leaving {
-			return "", "", fmt.Errorf("cluster: %q is being handed off: %w", doc, ErrStopping)
+			return "", "", 0, fmt.Errorf("cluster: %q is being handed off: %w", doc, ErrStopping)
 		}
-		return r.o.Node, r.o.URL, nil
+		return r.o.Node, r.o.URL, 0, nil
 	}
 	stopping := r.closed
 	r.mu.Unlock()
@@ -207,7 +244,7 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 	// uncertain is when the first attempt whose answer was lost was sent:
 	// it may have taken the lease, which then counts from no earlier.
 	var uncertain time.Time
-	took := func(rev uint64, sent time.Time) (string, string, error) {
+	took := func(rev uint64, sent time.Time) (string, string, uint64, error) {
 		r.mu.Lock()
 		r.leases[doc] = &lease{rev: rev, renewed: sent, lastConn: time.Now(), hijacked: make(map[net.Conn]struct{})}
 		r.stats.taken++
@@ -216,7 +253,7 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 		if r.o.Acquired != nil {
 			r.o.Acquired(doc)
 		}
-		return r.o.Node, r.o.URL, nil
+		return r.o.Node, r.o.URL, 0, nil
 	}
 	for attempt := 0; attempt < 20; attempt++ {
 		sent := time.Now()
@@ -236,17 +273,17 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 			}
 			select {
 			case <-ctx.Done():
-				return "", "", ctx.Err()
+				return "", "", 0, ctx.Err()
 			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
 			}
 			continue
 		}
-		if !errors.Is(err, natsjs.ErrKeyExists) {
-			return "", "", fmt.Errorf("cluster: take lease of %q: %w", doc, err)
+		if !takenMeanwhile(err) {
+			return "", "", 0, fmt.Errorf("cluster: take lease of %q: %w", doc, err)
 		}
 		e, err := r.kv.Get(ctx, key)
 		if errors.Is(err, natsjs.ErrKeyNotFound) && stopping {
-			return "", "", fmt.Errorf("cluster: %q has no owner: %w", doc, ErrStopping)
+			return "", "", 0, fmt.Errorf("cluster: %q has no owner: %w", doc, ErrStopping)
 		}
 		if errors.Is(err, natsjs.ErrKeyNotFound) {
 			// Expired or released meanwhile, or read from a replica that
@@ -254,23 +291,23 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 			// try again.
 			select {
 			case <-ctx.Done():
-				return "", "", ctx.Err()
+				return "", "", 0, ctx.Err()
 			case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
 			}
 			continue
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("cluster: read lease of %q: %w", doc, err)
+			return "", "", 0, fmt.Errorf("cluster: read lease of %q: %w", doc, err)
 		}
 		var o owner
 		if err := json.Unmarshal(e.Value(), &o); err != nil {
-			return "", "", fmt.Errorf("cluster: lease of %q holds %q: %w", doc, e.Value(), err)
+			return "", "", 0, fmt.Errorf("cluster: lease of %q holds %q: %w", doc, e.Value(), err)
 		}
 		// A replica that lags may show an older owner: forwarding to it
 		// gets a 503 from that node, and the client redials.
 		if o.Node == r.o.Node {
 			if stopping {
-				return "", "", fmt.Errorf("cluster: %q: %w", doc, ErrStopping)
+				return "", "", 0, fmt.Errorf("cluster: %q: %w", doc, ErrStopping)
 			}
 			if o.Run == r.run && !uncertain.IsZero() {
 				// An attempt of this run whose answer was lost took it.
@@ -278,11 +315,24 @@ func (r *Router) Owner(ctx context.Context, doc string) (node, url string, err e
 			}
 			// A lease of this node's from before a restart: its state is
 			// gone, so wait for it to expire rather than trust it.
-			return "", "", fmt.Errorf("cluster: %q still leased to this node's previous run", doc)
+			return "", "", e.Revision(), fmt.Errorf("cluster: %q: %w", doc, errEarlierRun)
 		}
-		return o.Node, o.URL, nil
+		return o.Node, o.URL, e.Revision(), nil
 	}
-	return "", "", fmt.Errorf("cluster: lease of %q keeps changing hands", doc)
+	return "", "", 0, fmt.Errorf("cluster: lease of %q keeps changing hands", doc)
+}
+
+// takenMeanwhile reports whether a Create of a lease failed because the
+// key holds a lease: it existed, or, released, another node took it
+// between the Create's two steps (a replicated bucket then answers
+// "wrong last sequence", code 10164, which Create does not translate).
+func takenMeanwhile(err error) bool {
+	if errors.Is(err, natsjs.ErrKeyExists) || errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *natsjs.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence || api.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // transient reports whether err is JetStream not answering for a moment
@@ -301,6 +351,15 @@ func (r *Router) Owns(doc string) bool {
 	return ok && !l.leaving
 }
 
+// holds reports whether this node holds doc's lease, handing it off
+// included: the handoff commits under it.
+func (r *Router) holds(doc string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.leases[doc]
+	return ok
+}
+
 // ServeHTTP routes one sync connection (?doc=<id>) to the node that owns
 // the document.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -312,38 +371,80 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if to := req.Header.Get(headerForwarded); to != "" {
 		// Forwarded here: serve only while the lease is still ours.
 		if to != r.o.Node || !r.enter(doc) {
-			http.Error(w, "document moved; reconnect", http.StatusServiceUnavailable)
+			w.Header().Set(headerMoved, r.o.Node)
+			r.refuse(w, "document moved; reconnect", 0)
 			return
 		}
 		defer r.leave(doc)
 		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
 		return
 	}
-	// Bounded, so that a node cut off from NATS answers 503 within half
-	// a lease, and the client tries another node, rather than hanging.
-	octx, ocancel := context.WithTimeout(req.Context(), r.o.LeaseTTL/2)
-	node, target, err := r.Owner(octx, doc)
-	ocancel()
-	if err != nil {
-		r.log.Warn("cluster: no owner", "doc", doc, "err", err)
-		http.Error(w, "document unavailable; retry", http.StatusServiceUnavailable)
-		return
-	}
-	if node == r.o.Node {
-		if !r.enter(doc) {
-			http.Error(w, "document moved; reconnect", http.StatusServiceUnavailable)
+	// A connection whose owner is gone (dead, or handing the document
+	// off) is held rather than refused, until the lease expires or is
+	// released and this node or another takes it: a refused client would
+	// back off, and its backoff, not the lease, would set how long it
+	// waits. The hold ends within the lease's TTL (plus this bound's
+	// margin), which is when a dead owner's lease has expired.
+	deadline := time.Now().Add(r.o.LeaseTTL * 3 / 2)
+	for {
+		// Bounded, so that a node cut off from NATS answers 503 within
+		// half a lease, and the client tries another node, rather than
+		// hanging.
+		octx, ocancel := context.WithTimeout(req.Context(), r.o.LeaseTTL/2)
+		node, target, rev, err := r.owner(octx, doc)
+		ocancel()
+		if errors.Is(err, errEarlierRun) && r.awaitMove(req.Context(), doc, rev, deadline) {
+			continue
+		}
+		if errors.Is(err, ErrStopping) {
+			// Another node serves the document at once.
+			r.refuse(w, "node stopping; reconnect", 0)
 			return
 		}
-		defer r.leave(doc)
-		r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
-		return
+		if err != nil {
+			r.log.Warn("cluster: no owner", "doc", doc, "err", err)
+			r.refuse(w, "document unavailable; retry", r.o.LeaseTTL/4)
+			return
+		}
+		if node == r.o.Node {
+			if !r.enter(doc) {
+				r.refuse(w, "document moved; reconnect", 0)
+				return
+			}
+			defer r.leave(doc)
+			r.local.ServeHTTP(&hijackWriter{ResponseWriter: w, r: r, doc: doc}, req)
+			return
+		}
+		gone := r.forward(w, req, doc, node, target)
+		if gone == nil {
+			return
+		}
+		if !r.awaitMove(req.Context(), doc, rev, deadline) {
+			r.log.Warn("cluster: owner gone and its lease not released", "doc", doc, "owner", node, "err", gone)
+			r.count(func(c *routerCounts) { c.forwardFailed++ })
+			r.refuse(w, "owner unreachable; retry", r.o.LeaseTTL/4)
+			return
+		}
 	}
+}
+
+// errOwnerMoved is a forwarded connection the owner refused because the
+// document is no longer its (handed off, or its lease lost).
+var errOwnerMoved = errors.New("cluster: the owner no longer serves the document")
+
+// forward proxies req to the owner node at target. It returns nil once the
+// owner answered (the request is done), or why the owner could not serve
+// it (unreachable, or no longer the owner) with nothing written to w, so
+// that the caller may route the request again.
+func (r *Router) forward(w http.ResponseWriter, req *http.Request, doc, node, target string) error {
 	u, err := url.Parse(target)
 	if err != nil {
 		http.Error(w, "bad owner address", http.StatusBadGateway)
-		return
+		return nil
 	}
 	r.count(func(c *routerCounts) { c.forwarded++ })
+	var gone error
+	tw := &touchedWriter{ResponseWriter: w}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -352,14 +453,131 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			pr.Out.Host = req.Host // the owner checks Origin against it
 			pr.Out.Header.Set(headerForwarded, node)
 		},
-		ErrorLog: nil,
+		Transport: r.transport,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(headerMoved) != "" {
+				return errOwnerMoved
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if !tw.touched && req.Context().Err() == nil {
+				gone = err
+				return
+			}
 			r.log.Warn("cluster: forward failed", "doc", doc, "owner", node, "err", err)
 			r.count(func(c *routerCounts) { c.forwardFailed++ })
 			http.Error(w, "owner unreachable; retry", http.StatusBadGateway)
 		},
 	}
-	proxy.ServeHTTP(w, req)
+	proxy.ServeHTTP(tw, req)
+	return gone
+}
+
+// headerMoved marks a 503 that says the document is no longer served by
+// the node that answered: the node that forwarded the request holds it
+// and routes it again once the lease moved.
+const headerMoved = "Accord-Moved"
+
+// refuse answers 503, saying when the client may try again.
+func (r *Router) refuse(w http.ResponseWriter, msg string, retry time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int((retry+time.Second-1)/time.Second)))
+	http.Error(w, msg, http.StatusServiceUnavailable)
+}
+
+// touchedWriter records whether anything was written to the client (or
+// the connection taken over), after which a request cannot be routed
+// again.
+type touchedWriter struct {
+	http.ResponseWriter
+	touched bool
+}
+
+func (w *touchedWriter) WriteHeader(code int) { w.touched = true; w.ResponseWriter.WriteHeader(code) }
+func (w *touchedWriter) Write(p []byte) (int, error) {
+	w.touched = true
+	return w.ResponseWriter.Write(p)
+}
+func (w *touchedWriter) Flush() {
+	w.touched = true
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+func (w *touchedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.touched = true
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+func (w *touchedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// awaitMove waits until doc's lease is no longer at revision rev (it
+// expired, was released or was taken), and reports whether it moved
+// before deadline. Waiters of one revision share one poller.
+func (r *Router) awaitMove(ctx context.Context, doc string, rev uint64, deadline time.Time) bool {
+	if rev == 0 || !time.Now().Before(deadline) {
+		return false
+	}
+	at := leaseAt{doc, rev}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false
+	}
+	moved, ok := r.waits[at]
+	if !ok {
+		moved = make(chan struct{})
+		r.waits[at] = moved
+		r.workers.Add(1)
+		go r.pollLease(at, moved)
+	}
+	r.mu.Unlock()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-moved:
+		return time.Now().Before(deadline)
+	case <-t.C:
+	case <-ctx.Done():
+	case <-r.stop:
+	}
+	return false
+}
+
+// leasePoll is how often a held connection's lease is read: the delay
+// it adds to a failover or a handoff, against one read per interval per
+// document whose owner is gone.
+const leasePoll = 25 * time.Millisecond
+
+// pollLease reads the lease of at.doc until it is no longer at at.rev,
+// then closes moved. It gives up (closing moved too) after the lease's
+// TTL and a half, by which the revision of an owner that stopped renewing
+// has expired, or when the Router stops.
+func (r *Router) pollLease(at leaseAt, moved chan struct{}) {
+	defer r.workers.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waits, at)
+		r.mu.Unlock()
+		close(moved)
+	}()
+	key := leaseKey(at.doc)
+	give := time.NewTimer(r.o.LeaseTTL * 3 / 2)
+	defer give.Stop()
+	tick := time.NewTicker(leasePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-give.C:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/4)
+		e, err := r.kv.Get(ctx, key)
+		cancel()
+		if errors.Is(err, natsjs.ErrKeyNotFound) || (err == nil && e.Revision() != at.rev) {
+			return
+		}
+	}
 }
 
 // enter counts a connection of doc served here, if the lease is held.
@@ -433,11 +651,14 @@ func (c *trackedConn) Close() error {
 }
 
 // renewLoop renews every lease each LeaseTTL/3, gives up those it cannot
-// renew before they could have expired, and releases idle ones.
+// renew before they could have expired, and releases idle ones. Each
+// lease is renewed on its own goroutine (at most renewers at once), so
+// that one slow renewal delays no other.
 func (r *Router) renewLoop() {
 	defer close(r.done)
 	tick := time.NewTicker(r.o.LeaseTTL / 3)
 	defer tick.Stop()
+	sem := make(chan struct{}, renewers)
 	for {
 		select {
 		case <-r.stop:
@@ -445,52 +666,107 @@ func (r *Router) renewLoop() {
 		case <-tick.C:
 		}
 		r.mu.Lock()
-		docs := make([]string, 0, len(r.leases))
-		for doc := range r.leases {
-			docs = append(docs, doc)
+		var due []string
+		for doc, l := range r.leases {
+			if !l.renewing && !l.releasing {
+				l.renewing = true
+				due = append(due, doc)
+			}
 		}
 		r.mu.Unlock()
-		for _, doc := range docs {
-			r.renew(doc)
+		for _, doc := range due {
+			select {
+			case sem <- struct{}{}:
+			case <-r.stop:
+				return
+			}
+			r.workers.Add(1)
+			go func() {
+				defer r.workers.Done()
+				defer func() { <-sem }()
+				r.renew(doc)
+				r.mu.Lock()
+				if l, ok := r.leases[doc]; ok {
+					l.renewing = false
+				}
+				r.mu.Unlock()
+			}()
 		}
 	}
 }
 
+// renewers bounds the renewals under way at once.
+const renewers = 64
+
+// renew renews doc's lease, or releases it if idle. A renewal that fails
+// without an answer saying the lease moved is tried again, every
+// LeaseTTL/20, until the lease could have expired on the server: 2/3 of
+// the TTL after the last good renewal was sent. So one lost or slow
+// request costs no lease; only NATS out of reach for that long does.
 func (r *Router) renew(doc string) {
 	r.mu.Lock()
 	l, ok := r.leases[doc]
-	if !ok || l.leaving {
+	if !ok {
 		r.mu.Unlock()
 		return
 	}
-	rev, idle := l.rev, l.conns == 0 && time.Since(l.lastConn) > r.o.ReleaseAfter
+	// A lease being handed off is renewed, not released here: the
+	// handoff releases it once the document is committed.
+	rev, idle := l.rev, !l.leaving && l.conns == 0 && time.Since(l.lastConn) > r.o.ReleaseAfter
 	renewed := l.renewed
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
-	defer cancel()
 	key := leaseKey(doc)
 	if idle {
+		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
 		err := r.kv.Delete(ctx, key, natsjs.LastRevision(rev))
+		cancel()
 		r.drop(doc, "released", err)
 		return
 	}
-	sent := time.Now()
-	next, err := r.kv.Update(ctx, key, r.self, rev)
-	if err == nil {
-		r.mu.Lock()
-		if l, ok := r.leases[doc]; ok {
-			l.rev, l.renewed = next, sent
+	giveUp := renewed.Add(r.o.LeaseTTL * 2 / 3)
+	for {
+		sent := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), giveUp)
+		next, err := r.kv.Update(ctx, key, r.self, rev)
+		cancel()
+		took := time.Since(sent)
+		if err == nil {
+			r.mu.Lock()
+			if l, ok := r.leases[doc]; ok && l.rev == rev {
+				l.rev, l.renewed = next, sent
+			}
+			if took > r.stats.slowestRenewal {
+				r.stats.slowestRenewal = took
+			}
+			r.mu.Unlock()
+			if took > r.o.LeaseTTL/6 {
+				r.log.Warn("cluster: slow lease renewal", "doc", doc, "took", took)
+			}
+			return
 		}
+		// A wrong revision means the lease expired and someone else took
+		// it. Otherwise NATS is out of reach: keep trying while the lease
+		// may still be ours, and give it up before it could have expired
+		// on the server (measured from when the last good renewal was
+		// sent).
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || !time.Now().Add(r.o.LeaseTTL/20).Before(giveUp) {
+			r.count(func(c *routerCounts) { c.lost++ })
+			r.drop(doc, "lost", err)
+			return
+		}
+		r.log.Warn("cluster: lease renewal failed; trying again", "doc", doc, "err", err)
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(r.o.LeaseTTL / 20):
+		}
+		r.mu.Lock()
+		l, ok := r.leases[doc]
+		stillOurs := ok && l.rev == rev
 		r.mu.Unlock()
-		return
-	}
-	// A wrong revision means the lease expired and someone else took it.
-	// Otherwise NATS is out of reach: keep trying while the lease may
-	// still be ours, and give it up before it could have expired on the
-	// server (measured from when the last good renewal was sent).
-	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || time.Since(renewed) > r.o.LeaseTTL*2/3 {
-		r.count(func(c *routerCounts) { c.lost++ })
-		r.drop(doc, "lost", err)
+		if !stillOurs {
+			return
+		}
 	}
 }
 
@@ -553,6 +829,7 @@ func (r *Router) Close() error {
 	wg.Wait()
 	close(r.stop)
 	<-r.done
+	r.workers.Wait()
 	// Leases taken while Close began (an Owner call already past its
 	// check) are released too.
 	r.mu.Lock()
@@ -570,22 +847,35 @@ func (r *Router) Close() error {
 	return errors.Join(errs...)
 }
 
+// handOffTimeout bounds Options.HandOff for one document. The lease is
+// renewed meanwhile, so a slow commit is waited for rather than cut off.
+const handOffTimeout = 5 * time.Second
+
 // handOff commits doc here (Options.HandOff) and releases its lease.
 func (r *Router) handOff(doc string) error {
 	var errs []error
 	if r.o.HandOff != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
+		ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
 		if err := r.o.HandOff(ctx, doc); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: hand off %q: %w", doc, err))
 		}
 		cancel()
 	}
-	r.mu.Lock()
 	var rev uint64
-	if l, ok := r.leases[doc]; ok {
-		rev = l.rev
+	for {
+		r.mu.Lock()
+		l, ok := r.leases[doc]
+		if ok {
+			l.releasing = true
+			rev = l.rev
+		}
+		renewing := ok && l.renewing
+		r.mu.Unlock()
+		if !renewing {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // a renewal ends by its deadline
 	}
-	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/3)
 	err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev))
 	cancel()
@@ -601,6 +891,7 @@ func (r *Router) handOff(doc string) error {
 // routerCounts are the Router's counters (Stats), guarded by Router.mu.
 type routerCounts struct {
 	taken, handedOff, lost, forwarded, forwardFailed uint64
+	slowestRenewal                                   time.Duration
 }
 
 func (r *Router) count(f func(*routerCounts)) {
@@ -618,8 +909,12 @@ type RouterStats struct {
 	// or taken by another node after they expired).
 	Taken, HandedOff, Lost uint64
 	// Forwarded counts requests forwarded to another node, and
-	// ForwardFailed those whose owner could not be reached.
+	// ForwardFailed those whose owner could not be reached (nor its
+	// lease taken over while the request was held).
 	Forwarded, ForwardFailed uint64
+	// SlowestRenewal is the longest a successful lease renewal took:
+	// against LeaseTTL/3, the margin left before a stall loses leases.
+	SlowestRenewal time.Duration
 }
 
 // Stats returns the Router's counts.
@@ -627,5 +922,5 @@ func (r *Router) Stats() RouterStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return RouterStats{Leases: len(r.leases), Taken: r.stats.taken, HandedOff: r.stats.handedOff, Lost: r.stats.lost,
-		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed}
+		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed, SlowestRenewal: r.stats.slowestRenewal}
 }

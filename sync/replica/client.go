@@ -440,7 +440,13 @@ func (c *Client) run(s *session) {
 		c.log.Info("connection lost", "url", c.url, "err", err)
 		c.emit(Event{Kind: KindReconnecting, Err: err})
 		lost = true
-		if time.Since(start) >= c.opts.MaxBackoff || movedAway(err) {
+		// A connection that served for a while ends the run of failed
+		// attempts before it: its server crashed or moved on, and a
+		// cluster's other nodes hold the redial until the document is
+		// served again, so waiting out a grown backoff would only add
+		// to the outage. One that ended at once keeps the backoff
+		// growing, against a server that accepts and drops.
+		if time.Since(start) >= min(c.opts.MaxBackoff, stableConnections*c.opts.MinBackoff) || movedAway(err) {
 			attempt = 0
 		}
 		if !c.sleep(c.backoff(attempt)) {
@@ -449,6 +455,12 @@ func (c *Client) run(s *session) {
 		attempt++
 	}
 }
+
+// stableConnections is how long, in MinBackoffs (and at most
+// MaxBackoff), a connection must have lasted for its loss to restart the
+// backoff from MinBackoff: a server that accepts and drops is redialled
+// at most about twice a second.
+const stableConnections = 10
 
 // movedAway reports whether the server closed the connection because the
 // document moved (a cluster node handing it off, 1012) or its commit
