@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -17,23 +16,7 @@ import (
 // nobody's edits. Without a token the endpoint is disabled: every
 // request gets 404.
 func (a *app) auditHandler(token string, log *slog.Logger) http.Handler {
-	if token == "" {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "audit exports over HTTP are disabled: start the server with ACCORD_ADMIN_TOKEN set", http.StatusNotFound)
-		})
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="accord-admin"`)
-			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
-			return
-		}
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			http.Error(w, "GET an audit export", http.StatusMethodNotAllowed)
-			return
-		}
+	return adminOnly(token, "audit exports", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
 		doc, id := r.URL.Query().Get("doc"), r.URL.Query().Get("decision")
 		if doc == "" {
 			doc = demoDoc

@@ -194,24 +194,10 @@ func (a *app) handler() http.Handler {
 // a client can tell a cut-off download from a whole one.
 // Without a token the endpoint is disabled: every request gets 404.
 func backupHandler(store *boltstore.Store, token string, log *slog.Logger) http.Handler {
-	if token == "" {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "backups over HTTP are disabled: start the server with ACCORD_ADMIN_TOKEN set", http.StatusNotFound)
-		})
+	if token != "" {
+		log.Info("admin backup endpoint enabled", "path", "/admin/backup")
 	}
-	log.Info("admin backup endpoint enabled", "path", "/admin/backup")
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="accord-admin"`)
-			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
-			return
-		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "POST to take a backup", http.StatusMethodNotAllowed)
-			return
-		}
+	return adminOnly(token, "backups", http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		dir, err := os.MkdirTemp("", "accord-backup-")
 		if err != nil {
 			log.Error("backup", "err", err)
@@ -243,5 +229,30 @@ func backupHandler(store *boltstore.Store, token string, log *slog.Logger) http.
 			return
 		}
 		log.Info("backup sent", "bytes", n, "remote", r.RemoteAddr)
+	})
+}
+
+// adminOnly serves h, for method only, to a bearer of the admin token
+// (ACCORD_ADMIN_TOKEN). Without a token the endpoint is disabled: every
+// request gets 404, saying what it would serve.
+func adminOnly(token, what, method string, h http.HandlerFunc) http.Handler {
+	if token == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, what+" over HTTP are disabled: start the server with ACCORD_ADMIN_TOKEN set", http.StatusNotFound)
+		})
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="accord-admin"`)
+			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
+			return
+		}
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			http.Error(w, method+" only", http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, r)
 	})
 }

@@ -277,12 +277,7 @@ func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 	if adminToken == "" {
 		return
 	}
-	want := "Bearer " + adminToken
-	mux.HandleFunc("POST /admin/rotate-session-key", func(w http.ResponseWriter, r *http.Request) {
-		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(want)) {
-			http.Error(w, "a bearer token (ACCORD_ADMIN_TOKEN) is required", http.StatusUnauthorized)
-			return
-		}
+	mux.Handle("/admin/rotate-session-key", adminOnly(adminToken, "key rotations", http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		if s.fixedKey {
 			http.Error(w, "the key comes from ACCORD_SESSION_KEY: change it on every node and restart them", http.StatusConflict)
 			return
@@ -295,7 +290,7 @@ func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 		s.sweep(r.Context(), a)
 		a.log.Info("sign-in key rotated: every session ended")
 		writeJSON(w, map[string]string{"rotated": "every invite link and session signed before now stopped working"})
-	})
+	}))
 }
 
 // sweep checks every demo member's live connections against their
