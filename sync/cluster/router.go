@@ -194,7 +194,7 @@ func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
 	// A dead owner's machine may not refuse the connection but never
 	// answer it: the dial gives up well within the time a held
 	// connection waits (see ServeHTTP).
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport := forwardTransport()
 	transport.DialContext = (&net.Dialer{Timeout: o.LeaseTTL / 4, KeepAlive: 30 * time.Second}).DialContext
 	r := &Router{
 		local:     local,
@@ -923,4 +923,21 @@ func (r *Router) Stats() RouterStats {
 	defer r.mu.Unlock()
 	return RouterStats{Leases: len(r.leases), Taken: r.stats.taken, HandedOff: r.stats.handedOff, Lost: r.stats.lost,
 		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed, SlowestRenewal: r.stats.slowestRenewal}
+}
+
+// forwardTransport is the transport a Router forwards with: a clone of
+// http.DefaultTransport's settings when it is the standard one, or the
+// same defaults when the host replaced it (a test wrapping it, say).
+func forwardTransport() *http.Transport {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		return t.Clone()
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
 }
