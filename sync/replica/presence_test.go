@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/accord-crdt/accord/sync/replica"
@@ -14,15 +13,7 @@ import (
 func TestSetPresence(t *testing.T) {
 	url := realServer(t)
 	ctx := ctxT(t)
-	dial := func(login string, f wire.Format) *replica.Client {
-		c, err := replica.Dial(ctx, url, replica.Options{Header: http.Header{"X-Login": {login}}, Format: f,
-			MinBackoff: minBackoff, MaxBackoff: maxBackoff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func(login string, f wire.Format) *replica.Client { return dialAs(t, ctx, url, login, f) }
 	ana, ben, rita := dial("ana", wire.Binary), dial("ben", wire.Text), dial("rita", wire.Binary)
 	benEvents := collect(t, ben)
 	for i := range 50 {

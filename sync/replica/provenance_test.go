@@ -49,15 +49,7 @@ func realServer(t *testing.T) string {
 func TestOverwriteEvent(t *testing.T) {
 	url := realServer(t)
 	ctx := ctxT(t)
-	dial := func(login string, f wire.Format) *replica.Client {
-		c, err := replica.Dial(ctx, url, replica.Options{Header: http.Header{"X-Login": {login}}, Format: f,
-			MinBackoff: minBackoff, MaxBackoff: maxBackoff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func(login string, f wire.Format) *replica.Client { return dialAs(t, ctx, url, login, f) }
 	ana, ben, cleo := dial("ana", wire.Binary), dial("ben", wire.Text), dial("cleo", wire.Binary)
 	anaEvents, benEvents, cleoEvents := collect(t, ana), collect(t, ben), collect(t, cleo)
 	recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: definition()})
@@ -108,4 +100,17 @@ func TestOverwriteEvent(t *testing.T) {
 	if len(ps) != 1 || ps[0].By != "ana" || ps[0].WasBy != "ben" || ps[0].Value != "partly" {
 		t.Fatalf("provenance %+v", ps)
 	}
+}
+
+// dialAs dials the real server at url as login, in format f, and closes
+// the client when the test ends.
+func dialAs(t *testing.T, ctx context.Context, url, login string, f wire.Format) *replica.Client {
+	t.Helper()
+	c, err := replica.Dial(ctx, url, replica.Options{Header: http.Header{"X-Login": {login}}, Format: f,
+		MinBackoff: minBackoff, MaxBackoff: maxBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
