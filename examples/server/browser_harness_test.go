@@ -356,6 +356,7 @@ func (b *browser) summary() string {
 		app: $("app-message")?.textContent,
 		cards: [...document.querySelectorAll('[data-testid^="card-"]')].map((c) => [c.dataset.testid, c.dataset.status,
 			c.querySelector('[data-testid^="status-"]')?.textContent, c.querySelector('[data-testid^="message-"]')?.textContent]),
+		href: location.href,
 	})`, &s)
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
@@ -407,7 +408,17 @@ type pageQuestion struct {
 // click in its middle, scrolled into view).
 func (b *browser) click(testid string) {
 	b.t.Helper()
-	b.waitFor(testid+" to be enabled", fmt.Sprintf(`$(%q) && !$(%q).disabled`, testid, testid))
+	// A click lands where the button was when it was looked up: wait
+	// until it stays put between two looks, so a banner or a scroll that
+	// moves it just then does not send the click elsewhere.
+	b.waitFor(testid+" to be enabled and still", fmt.Sprintf(`(() => {
+		const e = $(%q);
+		if (!e || e.disabled) return false;
+		const r = e.getBoundingClientRect(), at = [r.x, r.y, r.width, r.height].join();
+		const seen = (window.testClickAt ||= new WeakMap()), still = seen.get(e) === at;
+		seen.set(e, at);
+		return still;
+	})()`, testid))
 	b.do(chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
 }
 

@@ -2,7 +2,7 @@
 // Ask someone), its quiet "Researching" capsule, the amber "Waiting for"
 // pill and the "N findings" button that opens the decision's page.
 
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { findingsOf } from "@accord-crdt/client";
 import { settled, startWork } from "./work.js";
 
@@ -116,15 +116,32 @@ export function showPage(/** @type {string} */ id) {
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
-/** The decision whose page the address shows ("" for the plan). */
+/**
+ * The decision whose page the address shows ("" for the plan). A page
+ * opens at its top, and going back to the plan returns to where the
+ * reader was in it; the browser's own restoring is turned off, since it
+ * runs before the plan is drawn again and lands short of the place.
+ */
 export function usePageParam() {
   const read = () => new URLSearchParams(location.search).get("page") || "";
   const [id, setId] = useState(read);
+  const shown = useRef(id);
+  const planY = useRef(0);
   useEffect(() => {
-    const on = () => setId(read());
+    history.scrollRestoration = "manual";
+    const on = () => {
+      const next = read();
+      if (!shown.current && next) planY.current = scrollY;
+      setId(next);
+    };
     addEventListener("popstate", on);
     return () => removeEventListener("popstate", on);
   }, []);
+  useLayoutEffect(() => {
+    if (shown.current === id) return;
+    shown.current = id;
+    scrollTo(0, id ? 0 : planY.current);
+  }, [id]);
   return id;
 }
 
