@@ -135,6 +135,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func join(t testing.TB, base, doc, member string) *replica.Client {
 	t.Helper()
+	return joinWith(t, base, doc, member, replica.Options{Format: wire.Binary, MinBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+}
+
+// joinWith is join with the replica's options given.
+func joinWith(t testing.TB, base, doc, member string, opts replica.Options) *replica.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	u := base + "/?" + url.Values{"doc": {doc}, "member": {member}}.Encode()
@@ -143,7 +149,7 @@ func join(t testing.TB, base, doc, member string) *replica.Client {
 	var c *replica.Client
 	var err error
 	for {
-		c, err = replica.Dial(ctx, u, replica.Options{Format: wire.Binary, MinBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+		c, err = replica.Dial(ctx, u, opts)
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -674,7 +680,9 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 	defer cancel()
 	const doc = "lapsed"
 
-	ana := join(t, a.url, doc, "ana")
+	// Ana redials slowly: a that lost the lease would otherwise take the
+	// freed key again for her reconnection before b asks for it.
+	ana := joinWith(t, a.url, doc, "ana", replica.Options{Format: wire.Binary, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
 	if _, err := createRetrying(ctx, ana, card("first")); err != nil {
 		t.Fatal(err)
 	}
