@@ -151,27 +151,27 @@ func answer(n int, seed int) string {
 }
 
 // TestLongWrittenAnswerKeepsLoading is issue 9's reproducer: a written
-// answer replaced a dozen times with ~99,000 characters (accepted edit by
+// answer replaced ten times with ~99,000 characters (accepted edit by
 // edit) used to make the whole document unloadable ("more than 1048576
 // operations"). Now the authority rebases the decision's document as its
-// history grows, every edit is accepted, hundreds more follow, and the
-// store opens again after a restart with the same draft.
+// history grows, every edit is accepted, dozens of small ones follow, and
+// the store opens again after a restart with the same draft.
 func TestLongWrittenAnswerKeepsLoading(t *testing.T) {
 	f := newBoltFixture(t)
 	out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "w", Origin: question.FromPlanner, Definition: writtenDef()}})
 	must(t, err)
 	id := out[0].Record.ID
 	m := f.member(id)
-	for i := range 14 {
+	for i := range 10 {
 		must(t, m.doc.SetText("q1", answer(99_000, i)))
 		if _, err := m.send(ana); err != nil {
 			t.Fatalf("replacement %d refused: %v", i+1, err)
 		}
 	}
-	if m.rebases < 3 {
-		t.Fatalf("14 replacements of 99,000 characters rebased %d times, want at least 3", m.rebases)
+	if m.rebases < 2 {
+		t.Fatalf("10 replacements of 99,000 characters rebased %d times, want at least 2", m.rebases)
 	}
-	for i := range 200 {
+	for i := range 50 {
 		text := m.doc
 		dr, err := text.Draft()
 		must(t, err)
