@@ -3,8 +3,8 @@ package main
 // The harness of the browser tests (browser_test.go): the example server
 // in-process on 127.0.0.1 with a temporary data folder, restartable on the
 // same folder and port, and headless Chromium (Debian's `chromium`) driven
-// over the DevTools protocol with chromedp, one browser process with its own
-// empty profile per member.
+// over the DevTools protocol with chromedp: one browser process, with a
+// browser context of its own (an empty profile) per member.
 //
 // The tests fail, never skip, when Chromium is missing: CI installs it
 // (.ci/run). ACCORD_CHROMIUM names another binary.
@@ -153,8 +153,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser is one headless Chromium process with a fresh, empty profile: a
-// member's own browser. Its tab is ctx.
+// browser is a member's own browser: a browser context of its own (its
+// own cookies, storage and cache, as a fresh profile has) in the Chromium
+// the tests share. Its tab is ctx.
 type browser struct {
 	t    *testing.T
 	name string
@@ -165,45 +166,79 @@ type browser struct {
 	problems []string
 }
 
-// newBrowser starts Chromium with a viewport of w × h CSS pixels.
+// chromium is the one Chromium process the browser tests share. Starting
+// one per member cost two seconds each, a minute and a half of the
+// suite; a browser context isolates members as well as a profile does.
+var chromium struct {
+	once        sync.Once
+	ctx         context.Context // its first tab, which keeps it running
+	stop        func()
+	startFailed error
+}
+
+// sharedChromium returns the shared Chromium's first tab, starting it on
+// first use.
+func sharedChromium(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	chromium.once.Do(func() {
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox, // the tests run as root
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("disable-default-apps", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
+			chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints"),
+			chromedp.Flag("metrics-recording-only", true),
+			chromedp.Flag("password-store", "basic"),
+			chromedp.Flag("use-mock-keychain", true),
+			chromedp.Flag("hide-scrollbars", true),
+			chromedp.Flag("mute-audio", true),
+			chromedp.Flag("force-color-profile", "srgb"),
+			chromedp.Flag("lang", "en-US"),
+			chromedp.WindowSize(1280, 900),
+			chromedp.Env("TZ=UTC"),
+		}
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		chromium.ctx = ctx
+		chromium.stop = func() { cancel(); acancel() }
+		if err := chromedp.Do(ctx); err != nil {
+			chromium.startFailed = err
+		}
+	})
+	if chromium.startFailed != nil {
+		t.Fatalf("start Chromium: %v", chromium.startFailed)
+	}
+	return chromium.ctx
+}
+
+// stopChromium ends the shared Chromium, if it was started.
+func stopChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// newBrowser opens a member's browser with a viewport of w × h CSS pixels.
 func newBrowser(t *testing.T, name string, w, h int) *browser {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox, // the tests run as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-timer-throttling", true),
-		chromedp.Flag("disable-renderer-backgrounding", true),
-		chromedp.Flag("disable-backgrounding-occluded-windows", true),
-		chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints"),
-		chromedp.Flag("metrics-recording-only", true),
-		chromedp.Flag("password-store", "basic"),
-		chromedp.Flag("use-mock-keychain", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.Flag("mute-audio", true),
-		chromedp.Flag("force-color-profile", "srgb"),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.WindowSize(w, h),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Env("TZ=UTC"),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancel := chromedp.NewContext(sharedChromium(t), chromedp.WithNewBrowserContext())
 	b := &browser{t: t, name: name, ctx: ctx}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(w), int64(h))); err != nil {
 		cancel()
-		acancel()
-		t.Fatalf("start Chromium for %s: %v", name, err)
+		t.Fatalf("open a browser for %s: %v", name, err)
 	}
 	// Uncaught exceptions and the page's own console.error calls are bugs;
 	// the browser's log (a refused WebSocket while the server restarts) is
@@ -227,8 +262,11 @@ func newBrowser(t *testing.T, name string, w, h int) *browser {
 	t.Cleanup(func() {
 		lcancel()
 		wg.Wait()
+		// Cancel closes the tab and disposes of the browser context.
+		cctx, ccancel := context.WithTimeout(ctx, waitTime)
+		_ = chromedp.Cancel(cctx)
+		ccancel()
 		cancel()
-		acancel()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, p := range b.problems {

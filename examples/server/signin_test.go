@@ -125,7 +125,9 @@ var plainTransport http.RoundTripper
 func TestMain(m *testing.M) {
 	plainTransport = http.DefaultTransport
 	http.DefaultTransport = signedTransport{next: plainTransport}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopChromium()
+	os.Exit(code)
 }
 
 func mustRequest(t *testing.T, method, target string) *http.Request {
