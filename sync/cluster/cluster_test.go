@@ -307,6 +307,9 @@ func TestSavesThroughTwoNodes(t *testing.T) {
 			return true
 		})
 	}
+	if st := b.router.Stats(); st.Forwarded == 0 || st.Broken != 0 {
+		t.Errorf("b forwarded %d connections and broke %d leases, want some and none", st.Forwarded, st.Broken)
+	}
 	t.Logf("3 rounds of concurrent saves through two nodes: settled by %v, the other stale each time", wins)
 }
 
@@ -723,6 +726,46 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 	}
 	if n := b.store.Fenced(); n != 0 {
 		t.Fatalf("the new owner was fenced %d times", n)
+	}
+	if recs := ben.Records(); len(recs) != 2 {
+		t.Fatalf("%d decisions in the document, want 2 (first, second)", len(recs))
+	}
+}
+
+// TestRefusedOwnerLosesItsLeaseAtOnce: when the owner's address refuses
+// connections (its process is gone, its lease not yet expired), the node a
+// client reached deletes the lease at the revision it read and serves the
+// document itself, well inside the lease's TTL; the owner, alive after all
+// here, finds its lease moved at its next renewal and lets the document go.
+func TestRefusedOwnerLosesItsLeaseAtOnce(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	a := startNode(t, "a", c.URL(0))
+	b := startNode(t, "b", c.URL(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const doc = "refused"
+
+	ana := join(t, a.url, doc, "ana")
+	if _, err := createRetrying(ctx, ana, card("first")); err != nil {
+		t.Fatal(err)
+	}
+	// a's listener closes, its Router still renews: to b, a refuses.
+	a.hs.CloseClientConnections()
+	a.hs.Close()
+	start := time.Now()
+	ben := join(t, b.url, doc, "ben")
+	if took := time.Since(start); took >= leaseTTL {
+		t.Errorf("ben was served %v after the owner went, want less than the lease's TTL (%v)", took, leaseTTL)
+	}
+	if node, _, err := b.router.Owner(ctx, doc); err != nil || node != "b" {
+		t.Fatalf("owner after the refusal: %q, %v; want b", node, err)
+	}
+	if n := b.router.Stats().Broken; n != 1 {
+		t.Errorf("b broke %d leases, want 1", n)
+	}
+	waitFor(t, "a to see its lease gone", leaseTTL, func() bool { return !a.router.Owns(doc) })
+	if _, err := createRetrying(ctx, ben, card("second")); err != nil {
+		t.Fatalf("the new owner's commit: %v", err)
 	}
 	if recs := ben.Records(); len(recs) != 2 {
 		t.Fatalf("%d decisions in the document, want 2 (first, second)", len(recs))

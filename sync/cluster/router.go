@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -419,6 +420,9 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if gone == nil {
 			return
 		}
+		if errors.Is(gone, syscall.ECONNREFUSED) {
+			r.breakLease(doc, node, rev)
+		}
 		if !r.awaitMove(req.Context(), doc, rev, deadline) {
 			r.log.Warn("cluster: owner gone and its lease not released", "doc", doc, "owner", node, "err", gone)
 			r.count(func(c *routerCounts) { c.forwardFailed++ })
@@ -426,6 +430,28 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+}
+
+// breakLease deletes doc's lease at revision rev, held by node, whose
+// address refused a connection: nothing listens there, so the owner's
+// process is gone (a stopping node hands its leases off before it closes
+// its listener), and waiting out the lease's TTL would only prolong the
+// outage. The delete is a compare-and-set on rev: a lease renewed since
+// (its owner alive after all) or already taken stays. Safety does not
+// rest on this guess: an owner that was alive finds its lease moved at
+// its next renewal, and its commits meanwhile are fenced by the store.
+func (r *Router) breakLease(doc, node string, rev uint64) {
+	if rev == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.LeaseTTL/4)
+	defer cancel()
+	if err := r.kv.Delete(ctx, leaseKey(doc), natsjs.LastRevision(rev)); err != nil {
+		r.log.Debug("cluster: lease of a refused owner not broken", "doc", doc, "owner", node, "err", err)
+		return
+	}
+	r.count(func(c *routerCounts) { c.broken++ })
+	r.log.Info("cluster: lease of an owner that refuses connections broken", "doc", doc, "owner", node)
 }
 
 // errOwnerMoved is a forwarded connection the owner refused because the
@@ -890,8 +916,8 @@ func (r *Router) handOff(doc string) error {
 
 // routerCounts are the Router's counters (Stats), guarded by Router.mu.
 type routerCounts struct {
-	taken, handedOff, lost, forwarded, forwardFailed uint64
-	slowestRenewal                                   time.Duration
+	taken, handedOff, lost, forwarded, forwardFailed, broken uint64
+	slowestRenewal                                           time.Duration
 }
 
 func (r *Router) count(f func(*routerCounts)) {
@@ -912,6 +938,10 @@ type RouterStats struct {
 	// ForwardFailed those whose owner could not be reached (nor its
 	// lease taken over while the request was held).
 	Forwarded, ForwardFailed uint64
+	// Broken counts leases of other nodes this node deleted because the
+	// owner's address refused connections (its process is gone), so that
+	// the document fails over at once rather than when the lease expires.
+	Broken uint64
 	// SlowestRenewal is the longest a successful lease renewal took:
 	// against LeaseTTL/3, the margin left before a stall loses leases.
 	SlowestRenewal time.Duration
@@ -922,7 +952,7 @@ func (r *Router) Stats() RouterStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return RouterStats{Leases: len(r.leases), Taken: r.stats.taken, HandedOff: r.stats.handedOff, Lost: r.stats.lost,
-		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed, SlowestRenewal: r.stats.slowestRenewal}
+		Forwarded: r.stats.forwarded, ForwardFailed: r.stats.forwardFailed, Broken: r.stats.broken, SlowestRenewal: r.stats.slowestRenewal}
 }
 
 // forwardTransport is the transport a Router forwards with: a clone of
