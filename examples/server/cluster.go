@@ -301,6 +301,7 @@ func registerClusterMetrics(reg prometheus.Registerer, r *cluster.Router, f *clu
 		counter("accord_cluster_leases_lost_total", "Leases lost: not renewed in time, or taken by another node after they expired.", func(s cluster.RouterStats) uint64 { return s.Lost }),
 		counter("accord_cluster_forwarded_total", "Requests forwarded to the node owning their document.", func(s cluster.RouterStats) uint64 { return s.Forwarded }),
 		counter("accord_cluster_forward_failures_total", "Forwarded requests whose owner could not be reached.", func(s cluster.RouterStats) uint64 { return s.ForwardFailed }),
+		counter("accord_cluster_leases_broken_total", "Leases of owners whose address refused connections (their process gone), deleted by this node so their documents fail over at once.", func(s cluster.RouterStats) uint64 { return s.Broken }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "accord_cluster_fenced_commits_total", Help: "Commits refused because another node committed to the document since this one loaded it."},
 			func() float64 { return float64(f.Fenced()) }),
 	)

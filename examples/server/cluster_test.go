@@ -122,7 +122,7 @@ func TestServersJoinACluster(t *testing.T) {
 	if got := metric(b, "accord_cluster_forwarded_total"); got == "0" {
 		t.Fatal("b forwarded nothing to a")
 	}
-	for _, name := range []string{"accord_cluster_handoffs_total", "accord_cluster_fenced_commits_total", "accord_cluster_leases_lost_total"} {
+	for _, name := range []string{"accord_cluster_handoffs_total", "accord_cluster_fenced_commits_total", "accord_cluster_leases_lost_total", "accord_cluster_leases_broken_total"} {
 		metric(a, name)
 	}
 }
