@@ -422,7 +422,7 @@ func (c *Client) run(s *session) {
 					c.emit(Event{Kind: KindReconnecting, Err: err})
 					lost = true
 				}
-				if !c.sleep(c.backoff(attempt)) {
+				if !c.sleep(c.redialWait(attempt, err)) {
 					return
 				}
 				attempt++
@@ -481,6 +481,18 @@ func (c *Client) backoff(n int) time.Duration {
 		}
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// redialWait is the wait before redial attempt n after the dial error
+// err: the backoff, or longer when the server asked for it (Retry-After),
+// up to MaxBackoff.
+func (c *Client) redialWait(n int, err error) time.Duration {
+	d := c.backoff(n)
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		d = max(d, min(ra.RetryAfter(), c.opts.MaxBackoff))
+	}
+	return d
 }
 
 func (c *Client) sleep(d time.Duration) bool {

@@ -51,6 +51,10 @@ type Options struct {
 	Dir string
 	// Dialer opens connections; nil dials a WebSocket with
 	// gorilla/websocket. Tests plug in an in-memory transport here.
+	// A dial error with a method RetryAfter() time.Duration sets the
+	// least wait before the next attempt (at most MaxBackoff): the
+	// default dialer's errors have it when the server refused the
+	// handshake with a Retry-After header (a 503 or 429).
 	Dialer Dialer
 	// Background makes Dial return at once and connect in the background,
 	// so a client restored from Dir works offline from the start. By

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -24,7 +25,7 @@ func webSocketDialer(ping time.Duration) Dialer {
 		ws, resp, err := d.DialContext(ctx, url, header)
 		if err != nil {
 			if resp != nil {
-				return nil, fmt.Errorf("%w (HTTP %s)", err, resp.Status)
+				return nil, &refusedError{err: fmt.Errorf("%w (HTTP %s)", err, resp.Status), after: retryAfter(resp, time.Now())}
 			}
 			return nil, err
 		}
@@ -77,4 +78,37 @@ func (c *wsConn) Close() error {
 	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
 		time.Now().Add(defaultCloseWait))
 	return c.ws.Close()
+}
+
+// refusedError is a handshake the server answered with an HTTP status
+// other than 101, with the wait its Retry-After header asked for.
+type refusedError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// RetryAfter is the least wait before the next attempt that the server
+// asked for (0 when it named none).
+func (e *refusedError) RetryAfter() time.Duration { return e.after }
+
+// retryAfter reads resp's Retry-After header, in seconds or as an HTTP
+// date, as a wait from now; 0 when it is absent or unreadable.
+func retryAfter(resp *http.Response, now time.Time) time.Duration {
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, 24*3600)) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
 }
