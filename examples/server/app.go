@@ -63,6 +63,10 @@ type app struct {
 	// whether this node owns a document.
 	hostState *hostState
 	owns      func(doc string) bool
+
+	// background counts the plan updates that commits start
+	// (unwriteReopened), which shutdown waits for.
+	background sync.WaitGroup
 }
 
 func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
@@ -107,7 +111,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 			}
 			a.feed.notify(doc) // a decision's status changes what owes a review
 			if a.hasDecidedLines(doc) {
-				go a.unwriteReopened(doc, decisions)
+				a.background.Go(func() { a.unwriteReopened(doc, decisions) })
 			}
 		},
 		Research:        a.research,
@@ -311,7 +315,11 @@ func (a *app) shutdown(ctx context.Context) error {
 	a.desk.close()
 	a.stopResearch()
 	a.driver.Close()
-	return a.srv.Shutdown(ctx)
+	err := a.srv.Shutdown(ctx)
+	// The last commits may have started plan updates; the plan store
+	// closes after this returns.
+	a.background.Wait()
+	return err
 }
 
 // samplePlan is the plan document the demo starts with.
