@@ -139,8 +139,12 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	}
 	hs.Handler = sameSite(hs.Handler) // signin.go
 	sctx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	go app.sessions.sweepLoop(sctx, app)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		app.sessions.sweepLoop(sctx, app)
+	}()
+	defer func() { stopSweep(); <-swept }() // before the plan and the store close
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
