@@ -138,11 +138,11 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 		return err
 	}
 	hs.Handler = sameSite(hs.Handler) // signin.go
-	sctx, stopSweep := context.WithCancel(ctx)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		app.sessions.sweepLoop(sctx, app)
+		app.sessions.sweepLoop(sweepCtx, app)
 	}()
 	defer func() { stopSweep(); <-swept }() // before the plan and the store close
 
@@ -173,12 +173,12 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	} else if err := store.handOff(); err != nil {
 		log.Warn("handoff", "err", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := app.shutdown(sctx); err != nil {
+	if err := app.shutdown(shutCtx); err != nil {
 		log.Error("shutdown", "err", err)
 	}
-	return hs.Shutdown(sctx)
+	return hs.Shutdown(shutCtx)
 }
 
 // handler is everything the server serves: the sync protocol and the API
