@@ -874,13 +874,12 @@ export class Client {
   noticeOverwrites(id, cells) {
     const me = this.member.toLowerCase();
     if (!me || this.overwriteListeners.size === 0) return;
-    for (const c of cells) {
-      if (String(c?.wasBy || "").toLowerCase() !== me || String(c.by || "").toLowerCase() === me) continue;
-      const o = { id, by: String(c.by || ""), cell: cellProvenance(c) };
-      queueMicrotask(() => {
-        for (const fn of this.overwriteListeners) fn(o);
-      });
-    }
+    const mine = cells.filter((c) => c && String(c.wasBy || "").toLowerCase() === me && String(c.by || "").toLowerCase() !== me);
+    if (mine.length === 0) return;
+    const found = mine.map((c) => ({ id, by: String(c.by), cell: cellProvenance(c) }));
+    queueMicrotask(() => {
+      for (const o of found) for (const fn of this.overwriteListeners) fn(o);
+    });
   }
 
   /** @param {any} m */
@@ -1521,6 +1520,7 @@ export class Client {
     };
   }
 
+  /** Calls the onPresence listeners, once for the changes of this task. */
   presenceChanged() {
     if (this.presenceQueued) return;
     this.presenceQueued = true;
@@ -1535,7 +1535,9 @@ export class Client {
    * replaced, as the server's authority recorded it
    * (question:provenance), sorted by question, kind and cell. A value
    * nobody set since the draft was laid out has no entry. Members who
-   * only read may ask. Rejects with a RefusedError (not_found,
+   * only read may ask. It holds committed edits: another member's edit
+   * shown here a moment before its commit may not be in it yet
+   * (docs/PROTOCOL.md). Rejects with a RefusedError (not_found,
    * unavailable, disconnected, timeout).
    * @param {string} id
    * @returns {Promise<CellProvenance[]>}

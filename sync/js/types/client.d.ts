@@ -556,13 +556,16 @@ export class Client {
      * @returns {() => void}
      */
     onPresence(fn: () => void): () => void;
+    /** Calls the onPresence listeners, once for the changes of this task. */
     presenceChanged(): void;
     /**
      * Who set each value of a decision's current draft, when, and what it
      * replaced, as the server's authority recorded it
      * (question:provenance), sorted by question, kind and cell. A value
      * nobody set since the draft was laid out has no entry. Members who
-     * only read may ask. Rejects with a RefusedError (not_found,
+     * only read may ask. It holds committed edits: another member's edit
+     * shown here a moment before its commit may not be in it yet
+     * (docs/PROTOCOL.md). Rejects with a RefusedError (not_found,
      * unavailable, disconnected, timeout).
      * @param {string} id
      * @returns {Promise<CellProvenance[]>}

@@ -47,6 +47,7 @@ export class PresenceOut {
     resume(): void;
     /** Sends the latest state when due and the interval allows, else arms a timer for when it will. */
     push(): void;
+    /** Publishes nothing more (the client stopped). */
     stop(): void;
 }
 /** The other connections' presence, as last heard. */
