@@ -33,8 +33,9 @@ func (b *browser) focusPage() {
 
 // TestBrowserPresence: Ben sees Ana's face on the card she works in,
 // "Ana is typing…" under the written answer while she types (and not
-// two seconds after), her initials on the matrix cell she focuses, and
-// nothing of her once she closes her tab.
+// two seconds after), her initials on the matrix cell she focuses, her
+// face on the card whose page she opens, and nothing of her once she
+// closes her tab.
 func TestBrowserPresence(t *testing.T) {
 	srv := newTestServer(t)
 	ids := srv.startDemo()
@@ -80,6 +81,12 @@ func TestBrowserPresence(t *testing.T) {
 	}
 	ben.eval(`(() => { document.activeElement?.blur(); return true })()`, nil)
 	ben.screenshot(shotDir(t), "presence.png", "card-"+rec)
+
+	// Ana opens the onboarding decision's page: she has that one open now.
+	ana.click("expand-" + on)
+	ana.waitFor("the decision's page", `$("decision-page")`)
+	ben.waitFor("Ana's face back on the onboarding card alone, no cell marked",
+		fmt.Sprintf(`$("presence-%s-ana") && !$("presence-%s") && !document.querySelector('[data-testid^="peer-mark-"]')`, on, rec))
 
 	closeTab()
 	ben.waitFor("Ana's presence to go with her tab",
