@@ -126,9 +126,25 @@ export function peersAt(peers, qid, field, editing = false) {
   return [...new Set(logins)];
 }
 
-/** @param {string[]} names */
-function joined(names) {
-  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+/**
+ * "Ana is", "Ana and Ben are": people's names joined, with the verb that
+ * agrees.
+ * @param {string[]} names
+ * @param {string} one the verb for one person
+ * @param {string} many the verb for several
+ */
+function they(names, one, many) {
+  const joined = names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  return `${joined} ${names.length === 1 ? one : many}`;
+}
+
+/**
+ * The label of an option or a criterion, or its id.
+ * @param {{id: string, label: string}[]|undefined} items
+ * @param {string} id
+ */
+function labelOf(items, id) {
+  return items?.find((x) => x.id === id)?.label || id;
 }
 
 /**
@@ -138,7 +154,7 @@ function joined(names) {
 export function Present({ c, id, who }) {
   const logins = [...new Set(usePeers(c, id).map((p) => p.member))];
   if (logins.length === 0) return null;
-  const label = `${joined(logins.map(who))} ${logins.length === 1 ? "has" : "have"} this open`;
+  const label = `${they(logins.map(who), "has", "have")} this open`;
   return (
     <span class="present" data-testid={`presence-${id}`} title={label}>
       <span class="sr-only">{label}</span>
@@ -159,7 +175,7 @@ export function Typing({ peers, id, qid, who }) {
   const logins = peersAt(peers, qid, "text", true);
   return (
     <p class="typing" data-testid={`typing-${id}-${qid}`} hidden={logins.length === 0}>
-      {logins.length ? `${joined(logins.map(who))} ${logins.length === 1 ? "is" : "are"} typing…` : ""}
+      {logins.length ? `${they(logins.map(who), "is", "are")} typing…` : ""}
     </p>
   );
 }
@@ -172,7 +188,7 @@ export function Typing({ peers, id, qid, who }) {
 export function CellMarker({ logins, testid, who }) {
   if (logins.length === 0) return null;
   return (
-    <span class="peer-tag" data-testid={testid} data-members={logins.join(" ")} title={`${joined(logins.map(who))} ${logins.length === 1 ? "is" : "are"} here`}>
+    <span class="peer-tag" data-testid={testid} data-members={logins.join(" ")} title={`${they(logins.map(who), "is", "are")} here`}>
       {logins.map((l) => who(l).charAt(0).toUpperCase()).join("")}
     </span>
   );
@@ -259,7 +275,7 @@ function ago(at) {
  * @param {Who} who
  */
 export function provenanceText(e, q, who) {
-  const opt = (/** @type {string} */ id) => q.options?.find((o) => o.id === id)?.label || id;
+  const opt = (/** @type {string} */ id) => labelOf(q.options, id);
   const by = `by ${who(e.by)}${ago(e.at) ? ` ${ago(e.at)}` : ""}`;
   let now = "";
   let was = "";
@@ -388,11 +404,11 @@ export function useOverwriteNotices(c) {
 export function overwriteText(o, d, who) {
   const { cell } = o;
   const q = d.record.definition.questions.find((x) => x.id === cell.question);
-  const opt = (/** @type {string} */ id) => q?.options?.find((x) => x.id === id)?.label || id;
+  const opt = (/** @type {string} */ id) => labelOf(q?.options, id);
   const by = who(o.by);
   if (cell.kind === "mark") {
     const [oid, cid] = cell.cell.split("/");
-    const where = `${opt(oid)} / ${q?.criteria?.find((x) => x.id === cid)?.label || cid}`;
+    const where = `${opt(oid)} / ${labelOf(q?.criteria, cid)}`;
     const mark = (/** @type {string} */ v) => MARK_LABEL[v] || v;
     if (!cell.was) return `${by} set ${mark(cell.value)} on ${where}, which you had cleared`;
     return cell.value ? `${by} changed your ${mark(cell.was)} to ${mark(cell.value)} on ${where}` : `${by} cleared your ${mark(cell.was)} on ${where}`;
