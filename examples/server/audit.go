@@ -9,18 +9,24 @@ import (
 )
 
 // auditHandler serves GET /admin/audit?doc=DOC&decision=ID to a bearer of
-// token: the decision's whole history as NDJSON (question.AuditExport,
-// schema in docs/AUDIT.md). The export is taken on the document's
-// goroutine, which only copies the record and shares the stored draft;
-// it is written to the client afterwards, so a slow download holds up
-// nobody's edits. Without a token the endpoint is disabled: every
+// token (see audit). Without a token the endpoint is disabled: every
 // request gets 404.
 func (a *app) auditHandler(token string, log *slog.Logger) http.Handler {
-	return adminOnly(token, "audit exports", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
-		doc, id := r.URL.Query().Get("doc"), r.URL.Query().Get("decision")
-		if doc == "" {
-			doc = demoDoc
-		}
+	return adminOnly(token, "audit exports", http.MethodGet, a.audit(log))
+}
+
+// audit serves ?decision=ID of ?doc=DOC (the demo plan by default): the
+// decision's whole history as NDJSON (question.AuditExport, schema in
+// docs/AUDIT.md), 404 for a decision the document does not hold. The
+// export is taken on the document's goroutine, which only copies the
+// record and shares the stored draft; it is written to the client
+// afterwards, so a slow download holds up nobody's edits. Who may ask is
+// the route's to decide: an admin's bearer at /admin/audit, any signed-in
+// member, who can read the document, at /api/audit (the decision page's
+// "Download history").
+func (a *app) audit(log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		doc, id := docParam(r), r.URL.Query().Get("decision")
 		if id == "" || len(id) > 64 || len(doc) > 256 {
 			http.Error(w, "name the decision: ?decision=ID (and ?doc=DOC)", http.StatusBadRequest)
 			return
@@ -45,5 +51,5 @@ func (a *app) auditHandler(token string, log *slog.Logger) http.Handler {
 		if err := x.WriteTo(r.Context(), w); err != nil {
 			log.Warn("audit export cut short", "doc", doc, "decision", id, "err", err)
 		}
-	})
+	}
 }

@@ -81,3 +81,46 @@ func TestAuditEndpointDisabledWithoutToken(t *testing.T) {
 		t.Fatalf("GET /admin/audit without a configured token: %d, want 404", res.StatusCode)
 	}
 }
+
+// TestMemberAuditEndpoint: GET /api/audit gives any signed-in member,
+// a reader too, the history of a decision of their document, as the
+// admin's endpoint does; nobody signed in gets 401, and a decision the
+// document does not hold 404.
+func TestMemberAuditEndpoint(t *testing.T) {
+	t.Setenv("ACCORD_ADMIN_TOKEN", "")
+	srv := newTestServer(t)
+	id := srv.startDemo()["recovery"]
+	get := func(query string) *http.Response {
+		t.Helper()
+		res, err := http.Get(srv.url("/api/audit" + query))
+		if err != nil {
+			t.Fatalf("GET /api/audit%s: %v", query, err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"?decision=" + id, http.StatusUnauthorized},
+		{"?member=rita&decision=nope", http.StatusNotFound},
+		{"?member=rita", http.StatusBadRequest},
+	} {
+		if res := get(tc.query); res.StatusCode != tc.want {
+			t.Errorf("GET /api/audit%s: %d, want %d", tc.query, res.StatusCode, tc.want)
+		}
+	}
+	res := get("?member=rita&decision=" + id)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/x-ndjson" ||
+		res.Header.Get("Content-Disposition") != `attachment; filename="`+id+`.audit.ndjson"` {
+		t.Fatalf("a reader's audit: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"))
+	}
+	st, err := question.ReplayAudit(res.Body)
+	if err != nil {
+		t.Fatalf("the export does not replay: %v", err)
+	}
+	if st.Decision != id || st.Status != question.Open {
+		t.Fatalf("replayed %+v", st)
+	}
+}

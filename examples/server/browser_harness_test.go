@@ -460,6 +460,17 @@ func (b *browser) click(testid string) {
 	b.do(chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
 }
 
+// hover moves the mouse over the middle of the element with the
+// data-testid, scrolled into view, as a person pointing at it does.
+func (b *browser) hover(testid string) {
+	b.t.Helper()
+	b.waitFor(testid+" to show", fmt.Sprintf(`$(%q)`, testid))
+	var at struct{ X, Y float64 }
+	b.eval(fmt.Sprintf(`(() => { const e = $(%q); e.scrollIntoView({block: "center"});
+		const r = e.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2} })()`, testid), &at)
+	b.do(chromedp.MouseEvent("mouseMoved", at.X, at.Y))
+}
+
 // typeInto focuses the field with the data-testid and types text at its end,
 // key by key.
 func (b *browser) typeInto(testid, text string) {

@@ -27,7 +27,11 @@
 //   - with a Storage, each decision's accepted revision, its unaccepted
 //     local changes, its record and whether this member edited it are
 //     kept (debounced, after every change) and restored when a client of
-//     the same document and member starts again, before it connects.
+//     the same document and member starts again, before it connects;
+//   - presence is published paced and the others' is kept (presence.js);
+//     a value this member had set that another member's accepted edit
+//     replaced is reported once, from the cells of question:changes
+//     (catch-up frames carry none).
 // The client never uses automerge's sync protocol or its sync frames.
 
 import { decode, encode } from "@msgpack/msgpack";
@@ -35,6 +39,7 @@ import * as R from "./replica.js";
 import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import { isQuotaError } from "./storage.js";
+import { Peers, PresenceOut, now, presenceState } from "./presence.js";
 
 const A = R.A;
 
@@ -58,6 +63,8 @@ const A = R.A;
  *   stance?: "supports"|"objects", by: string, at?: any}} Finding
  * @typedef {{id: string, record: DecisionRecord, status: string, generation: number, questions: Record<string, R.QuestionDraft>,
  *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
+ * @typedef {import("./presence.js").PresenceState} PresenceState
+ * @typedef {import("./presence.js").Peer} Peer
  * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
  *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
  *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number}} ClientOptions
@@ -72,11 +79,35 @@ const A = R.A;
  * reported head" says, at the cost of a set lookup.
  */
 
+/**
+ * Who set one value of a decision's draft, when, and what it replaced
+ * (docs/PROTOCOL.md, "Provenance").
+ * @typedef {object} CellProvenance
+ * @property {number} generation the draft's generation
+ * @property {string} question the question
+ * @property {"mark"|"choice"|"text"} kind what the value is
+ * @property {string} cell a mark's "option/criterion"; a multiple choice's option id; "" for a single choice and for text
+ * @property {string} value the mark; the chosen option id (single choice); "chosen" (multiple choice); "" when cleared, and for text
+ * @property {string} by who set it
+ * @property {Date|null} at when
+ * @property {string} change the hash of the last automerge change of that edit
+ * @property {string} was the value it replaced ("" for text)
+ * @property {string} wasBy who had set that ("" when nobody had)
+ */
+
+/**
+ * Another member replaced a value this member had set.
+ * @typedef {object} Overwrite
+ * @property {string} id the decision
+ * @property {string} by who replaced it
+ * @property {CellProvenance} cell the value now, and what it replaced
+ */
+
 /** Request kinds; their replies carry the same kind. */
 const REQUESTS = new Set([
   "question:create", "question:edit", "question:submit", "question:reopen", "question:discard",
   "question:option", "question:criterion", "question:why", "question:expand",
-  "question:explore", "question:explore-stop", "question:take", "question:page",
+  "question:explore", "question:explore-stop", "question:take", "question:page", "question:provenance",
 ]);
 
 const EVENTS = new Set([
@@ -158,7 +189,7 @@ export class Client {
      * has passed since the last apply as that apply took (see
      * queueChanges), so that under load applying takes at most about half
      * the time and each call takes more changes.
-     * @type {Map<string, {parts: Uint8Array[], heads: string[], ws: any}>}
+     * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
     this.incoming = new Map();
     /** when the last apply of queued changes ended, and how long it took (ms) */
@@ -168,6 +199,14 @@ export class Client {
     /** @type {any[]|null} frames that arrived while a compressed document inflates, in order */
     this.waiting = null;
     this.incomingQueued = false;
+    /** the presence this client publishes, and the others' */
+    this.presenceOut = new PresenceOut((m) => this.welcomed && this.send(m));
+    this.peers = new Peers();
+    /** @type {Set<() => void>} */
+    this.presenceListeners = new Set();
+    this.presenceQueued = false;
+    /** @type {Set<(o: Overwrite) => void>} */
+    this.overwriteListeners = new Set();
   }
 
   /**
@@ -405,6 +444,8 @@ export class Client {
     clearTimeout(this.timer);
     if (this.storage && this.restored) this.flushStorage(); // what was edited last is kept too
     clearTimeout(this.applyTimer);
+    this.presenceOut.stop();
+    if (this.peers.clear()) this.presenceChanged();
     const ws = this.ws;
     this.ws = null;
     if (ws) ws.close(1000, "bye");
@@ -495,6 +536,11 @@ export class Client {
 
   /** @param {any} m */
   deliver(m) {
+    // Presence changes no decision: it has listeners of its own.
+    if (m && m.kind === "question:presence") {
+      if (this.peers.take(m)) this.presenceChanged();
+      return;
+    }
     try {
       this.handle(m);
     } catch (e) {
@@ -507,6 +553,7 @@ export class Client {
   lost() {
     this.waiting = null;
     this.welcomed = false;
+    if (this.peers.clear()) this.presenceChanged();
     this.incoming.clear();
     this.incomingQueued = false;
     clearTimeout(this.applyTimer);
@@ -600,6 +647,7 @@ export class Client {
         if (!this.storageProblem || this.note?.text !== this.storageProblem.message) this.note = null;
         for (const r of m.records || []) this.adoptRecord(r);
         this.dropUnnamed(m.records || []);
+        this.presenceOut.resume();
         return;
       case "question:doc":
         return this.applyDoc(m);
@@ -745,9 +793,10 @@ export class Client {
     if (typeof m.id !== "string") return;
     let q = this.incoming.get(m.id);
     if (!q) {
-      q = { parts: [], heads: [], ws: this.ws };
+      q = { parts: [], heads: [], cells: [], ws: this.ws };
       this.incoming.set(m.id, q);
     }
+    if (Array.isArray(m.cells)) q.cells.push(...m.cells);
     // An empty batch (a replica already up to date) has no changes field:
     // msgpack omits zero values.
     if (m.changes instanceof Uint8Array && m.changes.length) q.parts.push(m.changes);
@@ -775,7 +824,7 @@ export class Client {
     for (const [id, q] of queued) {
       if (q.ws !== this.ws) continue; // from a connection since dropped
       const changes = q.parts.length === 1 ? q.parts[0] : R.concat(q.parts);
-      this.applyChanges({ id, changes, heads: q.heads });
+      this.applyChanges({ id, changes, heads: q.heads, cells: q.cells });
     }
     const end = now();
     this.applied = { end, took: end - start };
@@ -812,6 +861,25 @@ export class Client {
     d.synced = true;
     if (this.arriving.size) this.arrived(d.id, false);
     this.push(d);
+    this.noticeOverwrites(d.id, m.cells || []);
+  }
+
+  /**
+   * Reports each value this member had set that another member's
+   * accepted edit replaced, once: the cells travel only with changes as
+   * they are accepted, never with a catch-up.
+   * @param {string} id
+   * @param {any[]} cells
+   */
+  noticeOverwrites(id, cells) {
+    const me = this.member.toLowerCase();
+    if (!me || this.overwriteListeners.size === 0) return;
+    const mine = cells.filter((c) => c && String(c.wasBy || "").toLowerCase() === me && String(c.by || "").toLowerCase() !== me);
+    if (mine.length === 0) return;
+    const found = mine.map((c) => ({ id, by: String(c.by), cell: cellProvenance(c) }));
+    queueMicrotask(() => {
+      for (const o of found) for (const fn of this.overwriteListeners) fn(o);
+    });
   }
 
   /** @param {any} m */
@@ -1407,10 +1475,112 @@ export class Client {
     return this.act(id, "question:page", {}, "expanding", "");
   }
 
+  // ---- presence, provenance and overwrites ----
+
+  /**
+   * Publishes this connection's presence to the document's other
+   * connections: the decision, question and field it is in, a selection,
+   * whether it is editing. It never waits: the latest state goes out at
+   * most every 100 ms (states set meanwhile fold into it), again after a
+   * reconnect, and again every 20 s while it stands. Members who only
+   * read may publish. Throws a RefusedError (reason invalid, nothing
+   * sent) for a state the server would refuse. After stop() it does
+   * nothing.
+   * @param {PresenceState} state
+   */
+  setPresence(state) {
+    const st = presenceState(state);
+    if (!this.stopped) this.presenceOut.set(st);
+  }
+
+  /**
+   * The presence of the document's other connections in decision id
+   * (every other connection when id is omitted), by connection id: each
+   * that published a state and has neither left nor gone silent since.
+   * This connection's own is never among them; everyone's is forgotten
+   * while disconnected. The same map is returned until it changes (it
+   * suits useSyncExternalStore with onPresence).
+   * @param {string} [id]
+   * @returns {ReadonlyMap<string, Peer>}
+   */
+  others(id) {
+    return this.peers.view(id);
+  }
+
+  /**
+   * Calls fn (in a microtask) after the others' presence changed.
+   * Returns the unsubscribe function.
+   * @param {() => void} fn
+   * @returns {() => void}
+   */
+  onPresence(fn) {
+    this.presenceListeners.add(fn);
+    return () => {
+      this.presenceListeners.delete(fn);
+    };
+  }
+
+  /** Calls the onPresence listeners, once for the changes of this task. */
+  presenceChanged() {
+    if (this.presenceQueued) return;
+    this.presenceQueued = true;
+    queueMicrotask(() => {
+      this.presenceQueued = false;
+      for (const fn of this.presenceListeners) fn();
+    });
+  }
+
+  /**
+   * Who set each value of a decision's current draft, when, and what it
+   * replaced, as the server's authority recorded it
+   * (question:provenance), sorted by question, kind and cell. A value
+   * nobody set since the draft was laid out has no entry. Members who
+   * only read may ask. It holds committed edits: another member's edit
+   * shown here a moment before its commit may not be in it yet
+   * (docs/PROTOCOL.md). Rejects with a RefusedError (not_found,
+   * unavailable, disconnected, timeout).
+   * @param {string} id
+   * @returns {Promise<CellProvenance[]>}
+   */
+  async provenance(id) {
+    const rep = await this.request("question:provenance", { id });
+    if (!rep.ok) throw refusal(rep, "question:provenance", id);
+    return (Array.isArray(rep.provenance) ? rep.provenance : []).map(cellProvenance);
+  }
+
+  /**
+   * Calls fn once for each value this member had set that another
+   * member's accepted edit replaced (mark, choice or written answer), as
+   * the edit arrives; a catch-up after a reconnect reports none again.
+   * Returns the unsubscribe function.
+   * @param {(o: Overwrite) => void} fn
+   * @returns {() => void}
+   */
+  onOverwritten(fn) {
+    this.overwriteListeners.add(fn);
+    return () => {
+      this.overwriteListeners.delete(fn);
+    };
+  }
+
   /** Decisions this member edited that are still open (the Save bar's). */
   editedOpen() {
     return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
   }
+}
+
+/**
+ * A provenance entry with its zero values filled in (msgpack omits them).
+ * @param {any} c
+ * @returns {CellProvenance}
+ */
+function cellProvenance(c) {
+  const str = (/** @type {any} */ v) => (typeof v === "string" ? v : "");
+  const at = c.at instanceof Date ? c.at : c.at ? new Date(c.at) : null;
+  return {
+    generation: Number(c.generation) || 0, question: str(c.question), kind: c.kind, cell: str(c.cell), value: str(c.value),
+    by: str(c.by), at: at && !isNaN(at.getTime()) ? at : null, change: str(c.change), was: str(c.was), wasBy: str(c.wasBy),
+  };
 }
 
 /**
@@ -1474,11 +1644,6 @@ async function inflate(bytes, max) {
 
 /** The longest a received change waits to be applied with others (ms). */
 const MAX_APPLY_WAIT = 50;
-
-/** A monotonic clock in milliseconds. */
-function now() {
-  return globalThis.performance ? performance.now() : Date.now();
-}
 
 /**
  * Adds heads to the hashes the replica has held as heads.

@@ -31,7 +31,9 @@ function serverBinary() {
  * A running server on a data folder kept across restarts.
  */
 export class TestServer {
-  constructor() {
+  /** @param {string[]} [flags] more flags of test/server, e.g. ["-presence-silence", "1s"] */
+  constructor(flags = []) {
+    this.flags = flags;
     this.data = mkdtempSync(join(tmpdir(), "accord-js-data-"));
     this.addr = "127.0.0.1:0";
     /** @type {import("node:child_process").ChildProcess|null} */
@@ -40,7 +42,7 @@ export class TestServer {
 
   /** Starts (or starts again, on the same address and data). */
   async start() {
-    const proc = spawn(serverBinary(), ["-addr", this.addr, "-data", this.data], { stdio: ["pipe", "pipe", "inherit"] });
+    const proc = spawn(serverBinary(), ["-addr", this.addr, "-data", this.data, ...this.flags], { stdio: ["pipe", "pipe", "inherit"] });
     this.proc = proc;
     const lines = createInterface({ input: /** @type {any} */ (proc.stdout) });
     this.addr = await new Promise((resolve, reject) => {

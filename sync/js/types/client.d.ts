@@ -110,11 +110,12 @@ export class Client {
      * has passed since the last apply as that apply took (see
      * queueChanges), so that under load applying takes at most about half
      * the time and each call takes more changes.
-     * @type {Map<string, {parts: Uint8Array[], heads: string[], ws: any}>}
+     * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
     incoming: Map<string, {
         parts: Uint8Array[];
         heads: string[];
+        cells: any[];
         ws: any;
     }>;
     /** when the last apply of queued changes ended, and how long it took (ms) */
@@ -127,6 +128,14 @@ export class Client {
     /** @type {any[]|null} frames that arrived while a compressed document inflates, in order */
     waiting: any[] | null;
     incomingQueued: boolean;
+    /** the presence this client publishes, and the others' */
+    presenceOut: PresenceOut;
+    peers: Peers;
+    /** @type {Set<() => void>} */
+    presenceListeners: Set<() => void>;
+    presenceQueued: boolean;
+    /** @type {Set<(o: Overwrite) => void>} */
+    overwriteListeners: Set<(o: Overwrite) => void>;
     /**
      * Calls fn (in a microtask) after anything changed: a frame, a local
      * edit, the connection. Returns the unsubscribe function.
@@ -264,6 +273,14 @@ export class Client {
      * @param {any} m
      */
     applyChanges(m: any): void;
+    /**
+     * Reports each value this member had set that another member's
+     * accepted edit replaced, once: the cells travel only with changes as
+     * they are accepted, never with a catch-up.
+     * @param {string} id
+     * @param {any[]} cells
+     */
+    noticeOverwrites(id: string, cells: any[]): void;
     /** @param {any} m */
     event(m: any): void;
     /** @param {any} m */
@@ -509,6 +526,60 @@ export class Client {
      * @param {string} id
      */
     page(id: string): Promise<any>;
+    /**
+     * Publishes this connection's presence to the document's other
+     * connections: the decision, question and field it is in, a selection,
+     * whether it is editing. It never waits: the latest state goes out at
+     * most every 100 ms (states set meanwhile fold into it), again after a
+     * reconnect, and again every 20 s while it stands. Members who only
+     * read may publish. Throws a RefusedError (reason invalid, nothing
+     * sent) for a state the server would refuse. After stop() it does
+     * nothing.
+     * @param {PresenceState} state
+     */
+    setPresence(state: PresenceState): void;
+    /**
+     * The presence of the document's other connections in decision id
+     * (every other connection when id is omitted), by connection id: each
+     * that published a state and has neither left nor gone silent since.
+     * This connection's own is never among them; everyone's is forgotten
+     * while disconnected. The same map is returned until it changes (it
+     * suits useSyncExternalStore with onPresence).
+     * @param {string} [id]
+     * @returns {ReadonlyMap<string, Peer>}
+     */
+    others(id?: string): ReadonlyMap<string, Peer>;
+    /**
+     * Calls fn (in a microtask) after the others' presence changed.
+     * Returns the unsubscribe function.
+     * @param {() => void} fn
+     * @returns {() => void}
+     */
+    onPresence(fn: () => void): () => void;
+    /** Calls the onPresence listeners, once for the changes of this task. */
+    presenceChanged(): void;
+    /**
+     * Who set each value of a decision's current draft, when, and what it
+     * replaced, as the server's authority recorded it
+     * (question:provenance), sorted by question, kind and cell. A value
+     * nobody set since the draft was laid out has no entry. Members who
+     * only read may ask. It holds committed edits: another member's edit
+     * shown here a moment before its commit may not be in it yet
+     * (docs/PROTOCOL.md). Rejects with a RefusedError (not_found,
+     * unavailable, disconnected, timeout).
+     * @param {string} id
+     * @returns {Promise<CellProvenance[]>}
+     */
+    provenance(id: string): Promise<CellProvenance[]>;
+    /**
+     * Calls fn once for each value this member had set that another
+     * member's accepted edit replaced (mark, choice or written answer), as
+     * the edit arrives; a catch-up after a reconnect reports none again.
+     * Returns the unsubscribe function.
+     * @param {(o: Overwrite) => void} fn
+     * @returns {() => void}
+     */
+    onOverwritten(fn: (o: Overwrite) => void): () => void;
     /** Decisions this member edited that are still open (the Save bar's). */
     editedOpen(): Decision[];
 }
@@ -619,6 +690,8 @@ export type DecisionState = {
     note: Note | null;
     busy: string;
 };
+export type PresenceState = import("./presence.js").PresenceState;
+export type Peer = import("./presence.js").Peer;
 /**
  * known holds every hash that has been one of the replica's heads since it
  * last took a whole document (or since its history was last all accepted;
@@ -641,5 +714,70 @@ export type ClientOptions = {
     requestTimeout?: number;
     restoreTimeout?: number;
 };
+/**
+ * Who set one value of a decision's draft, when, and what it replaced
+ * (docs/PROTOCOL.md, "Provenance").
+ */
+export type CellProvenance = {
+    /**
+     * the draft's generation
+     */
+    generation: number;
+    /**
+     * the question
+     */
+    question: string;
+    /**
+     * what the value is
+     */
+    kind: "mark" | "choice" | "text";
+    /**
+     * a mark's "option/criterion"; a multiple choice's option id; "" for a single choice and for text
+     */
+    cell: string;
+    /**
+     * the mark; the chosen option id (single choice); "chosen" (multiple choice); "" when cleared, and for text
+     */
+    value: string;
+    /**
+     * who set it
+     */
+    by: string;
+    /**
+     * when
+     */
+    at: Date | null;
+    /**
+     * the hash of the last automerge change of that edit
+     */
+    change: string;
+    /**
+     * the value it replaced ("" for text)
+     */
+    was: string;
+    /**
+     * who had set that ("" when nobody had)
+     */
+    wasBy: string;
+};
+/**
+ * Another member replaced a value this member had set.
+ */
+export type Overwrite = {
+    /**
+     * the decision
+     */
+    id: string;
+    /**
+     * who replaced it
+     */
+    by: string;
+    /**
+     * the value now, and what it replaced
+     */
+    cell: CellProvenance;
+};
 import { StorageError } from "./errors.js";
+import { PresenceOut } from "./presence.js";
+import { Peers } from "./presence.js";
 import * as R from "./replica.js";

@@ -7,7 +7,10 @@ import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import { useSyncedField } from "./synced-field.js";
 import { Client, MARKS, display, init } from "@accord-crdt/client";
 import { drafts, edit, settled, startWork } from "./work.js";
-import { CardResearch, ExpandButton, FindingsButton, personName, usePageParam, useRoster } from "./research.jsx";
+import { CardResearch, ExpandButton, FindingsButton, faceColor, personName, usePageParam, useRoster } from "./research.jsx";
+import {
+  CellMarker, MARK_LABEL, OverwriteNotices, Overwrites, Present, ProvenanceTip, Typing, peersAt, useOverwriteNotices, usePeers, usePublishPresence, useTip,
+} from "./presence.jsx";
 import { DecisionPage } from "./page.jsx";
 import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
 
@@ -127,6 +130,8 @@ function App({ session, me }) {
   const compact = useCompact();
   const pageId = usePageParam();
   const feed = usePlanFeed(docId);
+  const notices = useOverwriteNotices(client);
+  usePublishPresence(client, pageId);
 
   useEffect(() => {
     const c = new Client({ doc: docId, member, storage: drafts });
@@ -205,150 +210,152 @@ function App({ session, me }) {
   const edited = c ? c.editedOpen() : [];
 
   return (
-    <div class={`page${compact ? " compact" : ""}`} data-testid="page" data-compact={compact ? "1" : "0"}>
-      <header class="top">
-        <div class="brand">
-          <span class="logo" aria-hidden="true">◆</span>
-          <span>Accord</span>
-          <span class="docname" data-testid="doc-name">{docId}</span>
-        </div>
-        <span class="picker" data-testid="signed-in">
-          <span>
-            {me.name}
-            {me.write ? "" : " (reader)"}
-          </span>
-          <button type="button" class="btn link" data-testid="signout" onClick={signOut}>
-            Sign out
-          </button>
-        </span>
-        <ConnectionPill conn={conn} />
-        {compact && !pageId && (
-          <a class="btn link" href="#chat" data-testid="chat-link">
-            Chat
-          </a>
-        )}
-        <div class="top-actions">
-          {/* Starting the demo opens decisions: a write, which the server
-              refuses a reader too. Until the welcome says who may write, it
-              stays disabled. */}
-          <button
-            type="button"
-            class="btn"
-            data-testid="start-demo"
-            onClick={startDemo}
-            disabled={!!demoBusy || !canWrite}
-            title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
-          >
-            {demoBusy === "starting" ? "Starting…" : "Start demo"}
-          </button>
-          <button
-            type="button"
-            class="btn"
-            data-testid="rewrite-doc"
-            onClick={rewrite}
-            disabled={!!demoBusy || !canWrite || !plan}
-            title={
-              reader
-                ? "Readers cannot rewrite the plan: ask a writer."
-                : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
-            }
-          >
-            {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
-          </button>
-          <button
-            type="button"
-            class={`btn${editing ? " outline" : ""}`}
-            data-testid="edit-plan"
-            aria-pressed={editing}
-            onClick={() => setEditing(!editing)}
-            disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
-            title={
-              reader
-                ? "Readers cannot edit the plan: ask a writer."
-                : editing && unsaved.size > 0
-                  ? "Save or revert your changes first."
-                  : undefined
-            }
-          >
-            {editing ? "Done editing" : "Edit plan"}
-          </button>
-          {editing && unsaved.size > 0 && (
-            <span class="hint" data-testid="edit-plan-hint">
-              Save or revert {unsaved.size === 1 ? "the changed block" : `the ${unsaved.size} changed blocks`} to finish editing.
+    <OverwriteNotices.Provider value={notices}>
+      <div class={`page${compact ? " compact" : ""}`} data-testid="page" data-compact={compact ? "1" : "0"}>
+        <header class="top">
+          <div class="brand">
+            <span class="logo" aria-hidden="true">◆</span>
+            <span>Accord</span>
+            <span class="docname" data-testid="doc-name">{docId}</span>
+          </div>
+          <span class="picker" data-testid="signed-in">
+            <span>
+              {me.name}
+              {me.write ? "" : " (reader)"}
             </span>
-          )}
-        </div>
-      </header>
-
-      <div class="banners">
-        {reader && (
-          <p class="banner" data-testid="reader-banner">
-            You are viewing as {me?.name || display(member)}, who can read this plan but not change it.
-          </p>
-        )}
-        {conn === "reconnecting" && (
-          <p class="banner warn" data-testid="reconnecting-banner">
-            Reconnecting… your edits stay here and are sent when the connection is back.
-          </p>
-        )}
-        <div class="banner info dismissable" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
-          <span>{pageNote || c?.note?.text || ""}</span>
-          <button
-            type="button"
-            class="btn quiet"
-            data-testid="app-message-close"
-            aria-label="Dismiss"
-            onClick={() => {
-              setPageNote("");
-              if (c) {
-                c.note = null;
-                c.notify();
-              }
-            }}
-          >
-            ×
-          </button>
-        </div>
-      </div>
-
-      {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, History, valuesOf }} />}
-      {!pageId && (
-        <div class="layout">
-          <main class={`plan${editing && canWrite ? " editing" : ""}`} data-testid="plan" aria-label="Plan" data-revision={plan?.revision || ""}>
-            {feed.error && !plan && <p class="muted">The plan could not be loaded ({feed.error}).</p>}
-            {c && (
-              <Plan
-                c={c}
-                plan={plan}
-                nameOf={nameOf}
-                edit={editing && canWrite && plan ? { docId, canEdit: canWrite, onDirty } : null}
-              />
-            )}
-          </main>
-          <aside class="chat" id="chat" data-testid="chat" aria-label="Chat">
-            <h2>Chat</h2>
-            <Chat notices={feed.chat?.notices || []} nameOf={nameOf} />
-          </aside>
-        </div>
-      )}
-
-      {compact && c && !pageId && (
-        <div class="savebar" data-testid="savebar" role="region" aria-label="Save edited answers">
-          <span data-testid="savebar-count">
-            {edited.length === 0 ? "No edited answers" : `${edited.length} edited answer${edited.length === 1 ? "" : "s"}`}
+            <button type="button" class="btn link" data-testid="signout" onClick={signOut}>
+              Sign out
+            </button>
           </span>
-          <button
-            type="button"
-            class="btn primary"
-            data-testid="savebar-submit"
-            disabled={edited.length === 0 || !c.write || edited.some((d) => d.busy)}
-            onClick={() => settled(c.save(edited.map((d) => d.id)))}
-          >
-            {edited.some((d) => d.busy === "saving") ? "Saving…" : edited.length > 1 ? `Save ${edited.length}` : "Save"}
-          </button>
+          <ConnectionPill conn={conn} />
+          {compact && !pageId && (
+            <a class="btn link" href="#chat" data-testid="chat-link">
+              Chat
+            </a>
+          )}
+          <div class="top-actions">
+            {/* Starting the demo opens decisions: a write, which the server
+                refuses a reader too. Until the welcome says who may write, it
+                stays disabled. */}
+            <button
+              type="button"
+              class="btn"
+              data-testid="start-demo"
+              onClick={startDemo}
+              disabled={!!demoBusy || !canWrite}
+              title={reader ? "Readers cannot start the demo: ask a writer." : undefined}
+            >
+              {demoBusy === "starting" ? "Starting…" : "Start demo"}
+            </button>
+            <button
+              type="button"
+              class="btn"
+              data-testid="rewrite-doc"
+              onClick={rewrite}
+              disabled={!!demoBusy || !canWrite || !plan}
+              title={
+                reader
+                  ? "Readers cannot rewrite the plan: ask a writer."
+                  : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
+              }
+            >
+              {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
+            </button>
+            <button
+              type="button"
+              class={`btn${editing ? " outline" : ""}`}
+              data-testid="edit-plan"
+              aria-pressed={editing}
+              onClick={() => setEditing(!editing)}
+              disabled={!canWrite || !plan || !!pageId || (editing && unsaved.size > 0)}
+              title={
+                reader
+                  ? "Readers cannot edit the plan: ask a writer."
+                  : editing && unsaved.size > 0
+                    ? "Save or revert your changes first."
+                    : undefined
+              }
+            >
+              {editing ? "Done editing" : "Edit plan"}
+            </button>
+            {editing && unsaved.size > 0 && (
+              <span class="hint" data-testid="edit-plan-hint">
+                Save or revert {unsaved.size === 1 ? "the changed block" : `the ${unsaved.size} changed blocks`} to finish editing.
+              </span>
+            )}
+          </div>
+        </header>
+
+        <div class="banners">
+          {reader && (
+            <p class="banner" data-testid="reader-banner">
+              You are viewing as {me?.name || display(member)}, who can read this plan but not change it.
+            </p>
+          )}
+          {conn === "reconnecting" && (
+            <p class="banner warn" data-testid="reconnecting-banner">
+              Reconnecting… your edits stay here and are sent when the connection is back.
+            </p>
+          )}
+          <div class="banner info dismissable" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
+            <span>{pageNote || c?.note?.text || ""}</span>
+            <button
+              type="button"
+              class="btn quiet"
+              data-testid="app-message-close"
+              aria-label="Dismiss"
+              onClick={() => {
+                setPageNote("");
+                if (c) {
+                  c.note = null;
+                  c.notify();
+                }
+              }}
+            >
+              ×
+            </button>
+          </div>
         </div>
-      )}
-    </div>
+
+        {pageId && c && <DecisionPage c={c} id={pageId} docName={docId} nameOf={nameOf} parts={{ QuestionView, History, valuesOf }} />}
+        {!pageId && (
+          <div class="layout">
+            <main class={`plan${editing && canWrite ? " editing" : ""}`} data-testid="plan" aria-label="Plan" data-revision={plan?.revision || ""}>
+              {feed.error && !plan && <p class="muted">The plan could not be loaded ({feed.error}).</p>}
+              {c && (
+                <Plan
+                  c={c}
+                  plan={plan}
+                  nameOf={nameOf}
+                  edit={editing && canWrite && plan ? { docId, canEdit: canWrite, onDirty } : null}
+                />
+              )}
+            </main>
+            <aside class="chat" id="chat" data-testid="chat" aria-label="Chat">
+              <h2>Chat</h2>
+              <Chat notices={feed.chat?.notices || []} nameOf={nameOf} />
+            </aside>
+          </div>
+        )}
+
+        {compact && c && !pageId && (
+          <div class="savebar" data-testid="savebar" role="region" aria-label="Save edited answers">
+            <span data-testid="savebar-count">
+              {edited.length === 0 ? "No edited answers" : `${edited.length} edited answer${edited.length === 1 ? "" : "s"}`}
+            </span>
+            <button
+              type="button"
+              class="btn primary"
+              data-testid="savebar-submit"
+              disabled={edited.length === 0 || !c.write || edited.some((d) => d.busy)}
+              onClick={() => settled(c.save(edited.map((d) => d.id)))}
+            >
+              {edited.some((d) => d.busy === "saving") ? "Saving…" : edited.length > 1 ? `Save ${edited.length}` : "Save"}
+            </button>
+          </div>
+        )}
+      </div>
+    </OverwriteNotices.Provider>
   );
 }
 
@@ -525,11 +532,13 @@ function Card({ c, d, nameOf, review, link }) {
       return q.response === "text" ? v.text.trim() !== "" : v.choices.length > 0;
     });
   const [confirming, setConfirming] = useState(false);
+  const roster = useRoster();
+  const who = (/** @type {string} */ login) => personName(roster, nameOf, login);
   const title = questions[0]?.question || "Decision";
   const hid = `q-${d.id}`;
 
   return (
-    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} data-link={link || ""} aria-labelledby={hid}>
+    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} data-link={link || ""} data-decision={d.id} aria-labelledby={hid}>
       <header class="cardhead">
         <StatusPill d={d} nameOf={nameOf} />
         {review && status !== "discarded" && (
@@ -547,8 +556,10 @@ function Card({ c, d, nameOf, review, link }) {
             {c.welcomed ? "Sending…" : "Not sent yet"}
           </span>
         )}
+        <Present c={c} id={d.id} who={who} />
         <ExpandButton c={c} d={d} />
       </header>
+      <Overwrites d={d} who={who} />
       {review && status !== "discarded" && (
         <p class="muted small review-why" data-testid={`review-why-${d.id}`}>
           The plan changed around this card: a block of its passage was deleted or split off, or another block went in between. The Planner links it again. Editing the
@@ -560,7 +571,7 @@ function Card({ c, d, nameOf, review, link }) {
       </h3>
       {!d.doc && <p class="muted">Loading the shared draft…</p>}
       {questions.map((q) => (
-        <QuestionView key={q.id} c={c} d={d} q={q} values={valuesOf(d, draft, q.id)} canEdit={canEdit} />
+        <QuestionView key={q.id} c={c} d={d} q={q} values={valuesOf(d, draft, q.id)} canEdit={canEdit} who={who} />
       ))}
       {status === "settled" && <Why c={c} d={d} nameOf={nameOf} />}
       {status === "discarded" && rec.answer && (
@@ -650,22 +661,33 @@ function StatusPill({ d, nameOf }) {
 }
 
 /**
- * @param {{c: Client, d: Decision, q: Question, values: {text: string, choices: string[], marks: Record<string, string|null>}, canEdit: boolean}} props
+ * @typedef {{c: Client, d: Decision, q: Question, values: {text: string, choices: string[], marks: Record<string, string|null>}, canEdit: boolean,
+ *   who: (login: string) => string}} QuestionProps
  */
-function QuestionView({ c, d, q, values, canEdit }) {
+
+/**
+ * One question: its control, with the others' presence in it.
+ * @param {QuestionProps} props
+ */
+function QuestionView(props) {
+  const { c, d, q, values, canEdit, who } = props;
   const written = q.response === "text";
   const fid = `answer-${d.id}-${q.id}`;
   const open = d.record.status === "open";
+  const peers = usePeers(c, d.id);
   return (
-    <section class="question" data-testid={`question-${d.id}-${q.id}`}>
+    <section class="question" data-testid={`question-${d.id}-${q.id}`} data-question={q.id}>
       <p class="qtext">{q.question}</p>
       {q.context && <p class="context">{q.context}</p>}
       {written ? (
-        <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => edit(() => c.setText(d.id, q.id, t))} />
+        <>
+          <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => edit(() => c.setText(d.id, q.id, t))} />
+          <Typing peers={peers} id={d.id} qid={q.id} who={who} />
+        </>
       ) : (
-        <ChoiceView c={c} d={d} q={q} values={values} canEdit={canEdit} />
+        <ChoiceView {...props} />
       )}
-      {!written && (q.criteria || []).length > 0 && <Matrix c={c} d={d} q={q} values={values} canEdit={canEdit} />}
+      {!written && (q.criteria || []).length > 0 && <Matrix {...props} peers={peers} />}
       {!written && !q.verbatim && open && c.write && <Appends c={c} d={d} q={q} />}
     </section>
   );
@@ -684,6 +706,7 @@ function AnswerField({ id, value, disabled, label, onText }) {
       ref={ref}
       class="answer"
       data-testid={id}
+      data-field="text"
       aria-label={label}
       rows={3}
       placeholder={disabled ? "" : "Write the answer…"}
@@ -694,28 +717,25 @@ function AnswerField({ id, value, disabled, label, onText }) {
   );
 }
 
-/** @param {{c: Client, d: Decision, q: Question, values: {choices: string[]}, canEdit: boolean}} props */
-function ChoiceView({ c, d, q, values, canEdit }) {
+/**
+ * The options; hovering or focusing them shows who chose (the whole
+ * choice of a single-choice question, each option of a multiple one).
+ * @param {QuestionProps} props
+ */
+function ChoiceView(props) {
+  const { c, d, q, values, canEdit } = props;
   const multiple = q.multiple === true;
   const opts = q.options || [];
+  const tip = useTip();
+  const tipId = `provenance-options-${d.id}-${q.id}`;
   return (
-    <fieldset class="options" data-testid={`options-${d.id}-${q.id}`}>
+    <fieldset class="options" data-testid={`options-${d.id}-${q.id}`} data-field="choice" ref={tip.anchor} {...(multiple ? {} : tip.on)}>
       <legend class="sr-only">{multiple ? "Choose any" : "Choose one"}</legend>
       {opts.length === 0 && <p class="muted">No options yet: add one below.</p>}
       {opts.map((o) => (
-        <label class={`option${values.choices.includes(o.id) ? " chosen" : ""}`} key={o.id}>
-          <input
-            type={multiple ? "checkbox" : "radio"}
-            name={`choice-${d.id}-${q.id}`}
-            value={o.id}
-            data-testid={`option-${d.id}-${q.id}-${o.id}`}
-            checked={values.choices.includes(o.id)}
-            disabled={!canEdit}
-            onChange={(e) => edit(() => c.choose(d.id, q.id, o.id, e.currentTarget.checked, multiple))}
-          />
-          <span>{o.label}</span>
-        </label>
+        <ChoiceOption key={o.id} {...props} o={o} describedBy={!multiple && tip.shown ? tipId : ""} />
       ))}
+      {!multiple && tip.shown && opts.length > 0 && <ProvenanceTip {...props} kind="choice" cell="" shown={values.choices[0] || ""} tipId={tipId} anchor={tip.anchor} />}
       {!multiple && canEdit && values.choices.length > 0 && (
         <button type="button" class="btn link" data-testid={`clear-choice-${d.id}-${q.id}`} onClick={() => edit(() => c.choose(d.id, q.id, values.choices[0], false, false))}>
           Clear choice
@@ -725,10 +745,38 @@ function ChoiceView({ c, d, q, values, canEdit }) {
   );
 }
 
-const MARK_LABEL = /** @type {Record<string, string>} */ ({ yes: "Yes", partly: "Partly", no: "No" });
+/**
+ * One option; a multiple-choice option shows who chose it on hover and
+ * focus.
+ * @param {QuestionProps & {o: {id: string, label: string}, describedBy: string}} props
+ */
+function ChoiceOption(props) {
+  const { c, d, q, values, canEdit, o, describedBy } = props;
+  const multiple = q.multiple === true;
+  const tip = useTip();
+  const tipId = `provenance-option-${d.id}-${q.id}-${o.id}`;
+  const own = multiple && tip.shown;
+  return (
+    <label class={`option${values.choices.includes(o.id) ? " chosen" : ""}`} ref={tip.anchor} {...(multiple ? tip.on : {})}>
+      <input
+        type={multiple ? "checkbox" : "radio"}
+        name={`choice-${d.id}-${q.id}`}
+        value={o.id}
+        data-testid={`option-${d.id}-${q.id}-${o.id}`}
+        aria-describedby={own ? tipId : describedBy || undefined}
+        checked={values.choices.includes(o.id)}
+        disabled={!canEdit}
+        onChange={(e) => edit(() => c.choose(d.id, q.id, o.id, e.currentTarget.checked, multiple))}
+      />
+      <span>{o.label}</span>
+      {own && <ProvenanceTip {...props} kind="choice" cell={o.id} shown={values.choices.includes(o.id) ? "chosen" : ""} tipId={tipId} anchor={tip.anchor} />}
+    </label>
+  );
+}
 
-/** @param {{c: Client, d: Decision, q: Question, values: {choices: string[], marks: Record<string, string|null>}, canEdit: boolean}} props */
-function Matrix({ c, d, q, values, canEdit }) {
+/** @param {QuestionProps & {peers: import("@accord-crdt/client").Peer[]}} props */
+function Matrix(props) {
+  const { d, q, values } = props;
   const opts = q.options || [];
   const crits = q.criteria || [];
   return (
@@ -755,36 +803,54 @@ function Matrix({ c, d, q, values, canEdit }) {
           {opts.map((o) => (
             <tr key={o.id} class={values.choices.includes(o.id) ? "chosen" : ""}>
               <th scope="row">{o.label}</th>
-              {crits.map((cr) => {
-                const m = values.marks[`${o.id}/${cr.id}`] || "";
-                return (
-                  <td key={cr.id} class={`cell ${m}`}>
-                    <select
-                      data-testid={`mark-${d.id}-${q.id}-${o.id}-${cr.id}`}
-                      aria-label={`${o.label} — ${cr.label}`}
-                      title={canEdit ? "Yes, partly or no; — clears the cell" : undefined}
-                      value={m}
-                      disabled={!canEdit}
-                      onChange={(e) => {
-                        const v = e.currentTarget.value;
-                        edit(() => c.setMark(d.id, q.id, o.id, cr.id, v === "" ? null : /** @type {"yes"|"partly"|"no"} */ (v)));
-                      }}
-                    >
-                      <option value="">—</option>
-                      {MARKS.map((k) => (
-                        <option value={k} key={k}>
-                          {MARK_LABEL[k]}
-                        </option>
-                      ))}
-                    </select>
-                  </td>
-                );
-              })}
+              {crits.map((cr) => (
+                <MarkCell key={cr.id} {...props} o={o} cr={cr} />
+              ))}
             </tr>
           ))}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * One cell of the matrix: its mark, the marker of others who focused it,
+ * and who set it on hover and focus.
+ * @param {QuestionProps & {peers: import("@accord-crdt/client").Peer[], o: {id: string, label: string}, cr: {id: string, label: string}}} props
+ */
+function MarkCell(props) {
+  const { c, d, q, values, canEdit, who, peers, o, cr } = props;
+  const key = `${o.id}/${cr.id}`;
+  const m = values.marks[key] || "";
+  const tid = `mark-${d.id}-${q.id}-${o.id}-${cr.id}`;
+  const here = peersAt(peers, q.id, key);
+  const tip = useTip();
+  const tipId = `provenance-${tid}`;
+  return (
+    <td class={`cell ${m}${here.length ? " peer" : ""}`} style={here.length ? { "--peer": faceColor(here[0]) } : undefined} ref={tip.anchor} {...tip.on}>
+      <select
+        data-testid={tid}
+        data-field={key}
+        aria-label={`${o.label} — ${cr.label}`}
+        aria-describedby={tip.shown ? tipId : undefined}
+        value={m}
+        disabled={!canEdit}
+        onChange={(e) => {
+          const v = e.currentTarget.value;
+          edit(() => c.setMark(d.id, q.id, o.id, cr.id, v === "" ? null : /** @type {"yes"|"partly"|"no"} */ (v)));
+        }}
+      >
+        <option value="">—</option>
+        {MARKS.map((k) => (
+          <option value={k} key={k}>
+            {MARK_LABEL[k]}
+          </option>
+        ))}
+      </select>
+      <CellMarker logins={here} testid={`peer-${tid}`} who={who} />
+      {tip.shown && <ProvenanceTip {...props} kind="mark" cell={key} shown={m} tipId={tipId} anchor={tip.anchor} />}
+    </td>
   );
 }
 

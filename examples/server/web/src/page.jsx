@@ -8,6 +8,7 @@ import { useSyncedField } from "./synced-field.js";
 import { Client, findingsOf } from "@accord-crdt/client";
 import { drafts, settled as outcome } from "./work.js";
 import { Face, ResearchMenu, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
+import { Overwrites, Present } from "./presence.jsx";
 
 /**
  * @typedef {import("@accord-crdt/client").Finding} Finding
@@ -142,7 +143,7 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   const more = <MoreMenu c={c} d={d} />;
 
   return (
-    <div class="dpage" data-testid="decision-page" data-layout={layout} data-id={id}>
+    <div class="dpage" data-testid="decision-page" data-layout={layout} data-id={id} data-decision={id}>
       <header class="dbar" data-testid="page-bar">
         <button type="button" class="btn quiet" data-testid="page-back" onClick={back} aria-label="Back to the plan">
           ←{layout === "phone" ? "" : " Back"}
@@ -173,13 +174,16 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
             {saveOrReopen}
           </div>
         )}
-        <StatusRow rec={rec} who={who} />
+        <StatusRow rec={rec} who={who}>
+          <Present c={c} id={id} who={who} />
+        </StatusRow>
+        <Overwrites d={d} who={who} />
         <h1 class="dquestion" data-testid="page-question">
           {title}
         </h1>
         <div class={`control${questions.length === 1 ? " single" : ""}${open ? "" : " readonly"}`} data-testid="page-control">
           {questions.map((q) => (
-            <parts.QuestionView key={q.id} c={c} d={d} q={q} values={parts.valuesOf(d, draft, q.id)} canEdit={canEdit} />
+            <parts.QuestionView key={q.id} c={c} d={d} q={q} values={parts.valuesOf(d, draft, q.id)} canEdit={canEdit} who={who} />
           ))}
         </div>
         <p class={`note ${d.note?.tone || ""}`} role="status" aria-live="polite" data-testid="page-message">
@@ -187,6 +191,12 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
         </p>
         {/* The card's earlier answers, here too. */}
         <parts.History d={d} nameOf={who} />
+        <p class="small">
+          <a href={`api/audit?${new URLSearchParams({ doc: c.doc, decision: id })}`} download={`${id}.audit.ndjson`} data-testid="page-audit">
+            Download history (NDJSON)
+          </a>
+          <span class="muted"> every edit, save and finding, with who and when</span>
+        </p>
 
         {work.length > 0 && (
           <section class="dsection" data-testid="page-findings" aria-label="Findings">
@@ -220,8 +230,8 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   );
 }
 
-/** @param {{rec: any, who: (s: string) => string}} props */
-function StatusRow({ rec, who }) {
+/** @param {{rec: any, who: (s: string) => string, children?: any}} props */
+function StatusRow({ rec, who, children }) {
   const asks = runningAsks(rec);
   let pill = "Open";
   let cls = "open";
@@ -257,6 +267,7 @@ function StatusRow({ rec, who }) {
           {day(rec.answer.at) ? `, ${day(rec.answer.at)}` : ""}
         </span>
       )}
+      {children}
     </div>
   );
 }

@@ -55,12 +55,20 @@ export function personName(roster, nameOf, login) {
 
 const FACE_COLORS = ["#2f5fd0", "#1d7a46", "#a04a9a", "#b45309", "#0e7490", "#9f1239"];
 
+/**
+ * A person's color, the same wherever their face shows.
+ * @param {string} login
+ */
+export function faceColor(login) {
+  let h = 0;
+  for (const ch of login) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  return FACE_COLORS[h % FACE_COLORS.length];
+}
+
 /** @param {{name: string, login: string}} props */
 export function Face({ name, login }) {
-  let h = 0;
-  for (const ch of login || name) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
   return (
-    <span class="face" aria-hidden="true" style={{ background: FACE_COLORS[h % FACE_COLORS.length] }}>
+    <span class="face" aria-hidden="true" style={{ background: faceColor(login || name) }}>
       {(name || "?").charAt(0).toUpperCase()}
     </span>
   );

@@ -4,6 +4,8 @@
 // and ben write, rita reads; anyone else is refused). It prints
 // "listening <addr>" once it accepts connections and stops on SIGTERM or
 // when its standard input closes (so a test that dies takes it along).
+// -presence-silence shortens how long a connection's presence stands
+// without a frame, for the test of silent connections.
 package main
 
 import (
@@ -31,6 +33,7 @@ var writers = map[string]bool{"ana": true, "ben": true, "rita": false}
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	data := flag.String("data", "", "folder of the bbolt store (required)")
+	silence := flag.Duration("presence-silence", 0, "how long a connection's presence stands without a frame (0: the server's default, 30 s)")
 	flag.Parse()
 	if *data == "" {
 		log.Fatal("-data is required")
@@ -43,7 +46,8 @@ func main() {
 		log.Fatal(err)
 	}
 	srv, err := server.New(server.Options{
-		Store: store,
+		Store:           store,
+		PresenceSilence: *silence,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			login := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 			write, ok := writers[login]
