@@ -257,6 +257,10 @@ func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
 			if !closedSoon(cy) {
 				t.Fatal("cy, who saw changes the store lacks, stayed connected")
 			}
+			// A connection that joins the document while it drains is
+			// closed too, for its client to redial (as the replica does):
+			// dee dials once the failed document has stopped.
+			waitFor(t, "the failed document to stop", 5*time.Second, func() bool { return ts.srv.Stats().Documents == 0 })
 			late := dial(t, ts, "dee", wire.Binary)
 			late.expect(wire.KindDoc)
 			draft, err := late.docs[x].State()
