@@ -211,7 +211,7 @@ func (a *app) routes(mux *http.ServeMux) {
 		writeJSON(w, a.chatView(docParam(r)))
 	}))
 	mux.HandleFunc("GET /api/plan/socket", a.signedIn(a.planSocket))
-	mux.HandleFunc("GET /api/audit", a.signedIn(a.audit(a.log)))
+	mux.HandleFunc("GET /api/audit", a.signedIn(a.audit))
 	mux.HandleFunc("POST /api/plan/edit", a.planEdit)
 	mux.HandleFunc("POST /api/demo/rewrite", a.demoRewriteRoute())
 	mux.HandleFunc("POST /api/demo/start", func(w http.ResponseWriter, r *http.Request) {

@@ -128,7 +128,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	defer app.closePlan()
 	mux := http.NewServeMux()
 	mux.Handle("/admin/backup", store.backup(os.Getenv("ACCORD_ADMIN_TOKEN"), log))
-	mux.Handle("/admin/audit", app.auditHandler(os.Getenv("ACCORD_ADMIN_TOKEN"), log))
+	mux.Handle("/admin/audit", app.auditHandler(os.Getenv("ACCORD_ADMIN_TOKEN")))
 	mux.Handle("/", app.handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if err := app.withMCP(hs, ln.Addr().String(), log, out); err != nil {
