@@ -8,7 +8,8 @@
 //
 // A Store keeps, per document: encoded decision records, each decision's
 // CRDT document as a snapshot followed by incremental chunks, each
-// decision's card projection, and the waiting answers of the decision_answers table.
+// decision's card projection, the waiting answers of the decision_answers
+// table, and each decision's append-only audit log.
 //
 //   - Commit applies every part of one Write atomically and returns only once
 //     the Write is durable: after a crash either all of it is visible or none.
@@ -23,6 +24,9 @@
 //     and is not listed by Documents; other documents are untouched. The
 //     caller stops writing to the document first (close its authority):
 //     a Commit after the delete starts the document afresh.
+//   - A decision's audit log only grows: rows are appended by Commit, in
+//     the Write's order, and read back in commit order by ReadAudit. A
+//     snapshot of the draft leaves it as it is.
 //   - Damaged storage gives a *CorruptError (errors.Is ErrCorrupt), never a
 //     panic.
 //   - After Close every method returns ErrClosed.

@@ -76,8 +76,22 @@ type Store interface {
 	// projections, answers), durably and atomically. Deleting a document
 	// never written, or already deleted, returns nil.
 	DeleteDocument(ctx context.Context, doc string) error
+	// ReadAudit returns up to limit rows of a decision's audit log, in
+	// the order they were committed, starting after position after (0 for
+	// the first). A log never written gives none. Reading page by page
+	// keeps a long history out of memory; a row's Seq is the position to
+	// pass to read on.
+	ReadAudit(ctx context.Context, doc, decision string, after uint64, limit int) ([]AuditRow, error)
 	// Close releases the store. Commits already returned stay durable.
 	Close() error
+}
+
+// AuditRow is one entry of a decision's audit log.
+type AuditRow struct {
+	// Seq is the row's position in the log: it grows with every row, and
+	// may skip numbers.
+	Seq   uint64
+	Value []byte
 }
 
 // StoredDocument is the durable state of one document.
@@ -110,6 +124,11 @@ type Write struct {
 	Projections []Put
 	// Answers to put (Value non-nil) or delete (Value nil), by decision id.
 	Answers []Put
+	// Audit rows to append, by decision id (Key), to the decision's
+	// audit log, in order. The log is kept apart from the draft:
+	// snapshots and compaction never touch it, LoadDocument never reads
+	// it, and only DeleteDocument removes it.
+	Audit []Put
 }
 
 // Put stores Value under Key.
@@ -128,7 +147,8 @@ type DraftPut struct {
 
 // Empty reports whether w changes nothing.
 func (w *Write) Empty() bool {
-	return w == nil || len(w.Records) == 0 && len(w.Drafts) == 0 && len(w.Projections) == 0 && len(w.Answers) == 0
+	return w == nil || len(w.Records) == 0 && len(w.Drafts) == 0 && len(w.Projections) == 0 && len(w.Answers) == 0 &&
+		len(w.Audit) == 0
 }
 
 // Merge appends the effects of o after those of w, so that committing the
@@ -141,4 +161,5 @@ func (w *Write) Merge(o *Write) {
 	w.Drafts = append(w.Drafts, o.Drafts...)
 	w.Projections = append(w.Projections, o.Projections...)
 	w.Answers = append(w.Answers, o.Answers...)
+	w.Audit = append(w.Audit, o.Audit...)
 }

@@ -204,7 +204,7 @@ func validate(doc string, w *persist.Write) error {
 	for _, kind := range []struct {
 		name string
 		puts []persist.Put
-	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}} {
+	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
 		for _, p := range kind.puts {
 			if err := checkKey(p.Key, kind.name); err != nil {
 				return err

@@ -248,3 +248,78 @@ func TestCorruptWriteInGroup(t *testing.T) {
 		t.Fatalf("%d chunks landed, want 7", n)
 	}
 }
+
+// TestCorruptAuditLog: a damaged audit log is reported by ReadAudit and
+// Check, and costs nothing else: the document loads and takes commits.
+func TestCorruptAuditLog(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, tx *bolt.Tx)
+		bucket string
+		key    string
+		err    error
+	}{
+		{
+			name:   "audit is a value",
+			damage: func(t *testing.T, tx *bolt.Tx) { put(t, bucketAt(t, tx, "docs", "d1"), "audit", "x") },
+			bucket: "docs/d1", key: "audit", err: boltstore.ErrNotBucket,
+		},
+		{
+			name:   "a decision's log is a value",
+			damage: func(t *testing.T, tx *bolt.Tx) { put(t, bucketAt(t, tx, "docs", "d1", "audit"), "dec", "x") },
+			bucket: "docs/d1/audit", key: "dec", err: boltstore.ErrNotBucket,
+		},
+		{
+			name:   "row key not 8 bytes",
+			damage: func(t *testing.T, tx *bolt.Tx) { put(t, bucketAt(t, tx, "docs", "d1", "audit", "dec"), "abc", "x") },
+			bucket: "docs/d1/audit/dec", key: "abc", err: boltstore.ErrAuditKey,
+		},
+		{
+			name:   "row is a bucket",
+			damage: func(t *testing.T, tx *bolt.Tx) { bucketAt(t, tx, "docs", "d1", "audit", "dec", "\x00\x00\x00\x00\x00\x00\x00\x01") },
+			bucket: "docs/d1/audit/dec", key: "\x00\x00\x00\x00\x00\x00\x00\x01", err: boltstore.ErrNotValue,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "accord.db")
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(tx *bolt.Tx) error {
+				put(t, bucketAt(t, tx, "docs", "d1", "records"), "dec", "ok")
+				tc.damage(t, tx)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := boltstore.Open(path, nil)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			checkCorrupt := func(what string, err error) {
+				t.Helper()
+				var ce *persist.CorruptError
+				if !errors.As(err, &ce) || ce.Bucket != tc.bucket || ce.Key != tc.key || !errors.Is(err, tc.err) {
+					t.Fatalf("%s = %v, want a CorruptError at bucket %q key %q, %v", what, err, tc.bucket, tc.key, tc.err)
+				}
+			}
+			_, err = s.ReadAudit(ctx, "d1", "dec", 0, 10)
+			checkCorrupt("ReadAudit", err)
+			checkCorrupt("Check", s.Check())
+			d, err := s.LoadDocument(ctx, "d1")
+			if err != nil || string(d.Records["dec"]) != "ok" {
+				t.Fatalf("LoadDocument beside a damaged audit log = %+v, %v", d, err)
+			}
+			if err := s.Commit(ctx, "d1", &persist.Write{Records: []persist.Put{{Key: "dec", Value: []byte("v2")}}}); err != nil {
+				t.Fatalf("Commit without audit rows: %v", err)
+			}
+		})
+	}
+}

@@ -16,4 +16,8 @@ var (
 	// ErrChunkKey is returned when a draft holds a key that is neither
 	// "snapshot" nor an 8-byte chunk sequence number.
 	ErrChunkKey = errors.New("boltstore: draft key is neither \"snapshot\" nor an 8-byte sequence number")
+
+	// ErrAuditKey is returned when an audit log holds a key that is not
+	// an 8-byte sequence number.
+	ErrAuditKey = errors.New("boltstore: audit key is not an 8-byte sequence number")
 )

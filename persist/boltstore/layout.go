@@ -23,16 +23,22 @@ import (
 //	        <uint64 BE>        -> chunk, keyed by sequence number
 //	    projections/           <decision id> -> card projection
 //	    answers/               <decision id> -> decision_answers row
+//	    audit/                 (only once a row is written)
+//	      <decision id>/       bucket, one per decision
+//	        <uint64 BE>        -> audit row, keyed by sequence number
 //
 // Chunk keys are big-endian sequence numbers from the decision bucket's
 // NextSequence, so they iterate in commit order. A snapshot deletes the
 // decision bucket and creates it afresh, which drops every chunk at once.
+// Audit rows are keyed the same way in a bucket of their own, which
+// nothing but DeleteDocument ever removes; LoadDocument does not read it.
 var (
 	bucketDocs        = []byte("docs")
 	bucketRecords     = []byte("records")
 	bucketDrafts      = []byte("drafts")
 	bucketProjections = []byte("projections")
 	bucketAnswers     = []byte("answers")
+	bucketAudit       = []byte("audit")
 	keySnapshot       = []byte("snapshot")
 
 	docSubBuckets = [][]byte{bucketRecords, bucketDrafts, bucketProjections, bucketAnswers}
@@ -242,7 +248,109 @@ func apply(tx *bolt.Tx, doc string, w *persist.Write) (err error) {
 			return err
 		}
 	}
+	if len(w.Audit) > 0 {
+		audit, err := createBucket(d, docPath, bucketAudit)
+		if err != nil {
+			return err
+		}
+		auditPath := path(docPath, bucketAudit)
+		for _, p := range w.Audit {
+			k := []byte(p.Key)
+			b, err := createBucket(audit, auditPath, k)
+			if err != nil {
+				return err
+			}
+			if err := appendSequenced(b, path(auditPath, k), p.Value); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// appendSequenced puts v in b under the bucket's next sequence number,
+// big-endian, so that b's keys iterate in the order of the appends.
+func appendSequenced(b *bolt.Bucket, bp string, v []byte) error {
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("boltstore: bucket %q: next sequence: %w", bp, err)
+	}
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], seq)
+	if err := b.Put(key[:], nonNil(v)); err != nil {
+		return keyError(bp, key[:], err, ErrNotValue)
+	}
+	return nil
+}
+
+// checkAudit walks doc's audit logs against the layout, reading no value.
+func checkAudit(tx *bolt.Tx, doc string) (err error) {
+	docPath := path(string(bucketDocs), []byte(doc))
+	auditPath := path(docPath, bucketAudit)
+	defer recoverCorrupt(auditPath, &err)
+	d, err := child(tx.Bucket(bucketDocs), string(bucketDocs), []byte(doc))
+	if d == nil || err != nil {
+		return err
+	}
+	audit, err := child(d, docPath, bucketAudit)
+	if audit == nil || err != nil {
+		return err
+	}
+	c := audit.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if !isBucket(audit, k, v) {
+			return corrupt(auditPath, k, ErrNotBucket)
+		}
+		b, bp := audit.Bucket(k), path(auditPath, k)
+		rc := b.Cursor()
+		for rk, rv := rc.First(); rk != nil; rk, rv = rc.Next() {
+			switch {
+			case isBucket(b, rk, rv):
+				return corrupt(bp, rk, ErrNotValue)
+			case len(rk) != 8:
+				return corrupt(bp, rk, ErrAuditKey)
+			}
+		}
+	}
+	return nil
+}
+
+// readAudit returns up to limit rows of decision's audit log after
+// position after, within tx.
+func readAudit(tx *bolt.Tx, doc, decision string, after uint64, limit int) (rows []persist.AuditRow, err error) {
+	docPath := path(string(bucketDocs), []byte(doc))
+	auditPath := path(docPath, bucketAudit)
+	defer recoverCorrupt(auditPath, &err)
+	docs := tx.Bucket(bucketDocs)
+	if docs == nil {
+		return nil, nil
+	}
+	d, err := child(docs, string(bucketDocs), []byte(doc))
+	if d == nil || err != nil {
+		return nil, err
+	}
+	audit, err := child(d, docPath, bucketAudit)
+	if audit == nil || err != nil {
+		return nil, err
+	}
+	b, err := child(audit, auditPath, []byte(decision))
+	if b == nil || err != nil {
+		return nil, err
+	}
+	bp := path(auditPath, []byte(decision))
+	var from [8]byte
+	binary.BigEndian.PutUint64(from[:], after+1)
+	c := b.Cursor()
+	for k, v := c.Seek(from[:]); k != nil && len(rows) < limit; k, v = c.Next() {
+		if isBucket(b, k, v) {
+			return nil, corrupt(bp, k, ErrNotValue)
+		}
+		if len(k) != 8 {
+			return nil, corrupt(bp, k, ErrAuditKey)
+		}
+		rows = append(rows, persist.AuditRow{Seq: binary.BigEndian.Uint64(k), Value: clone(v)})
+	}
+	return rows, nil
 }
 
 func createBucket(parent *bolt.Bucket, parentPath string, name []byte) (*bolt.Bucket, error) {
@@ -306,19 +414,9 @@ func putDraft(drafts *bolt.Bucket, draftsPath string, dp persist.DraftPut) error
 	if err != nil {
 		return err
 	}
-	seq, err := b.NextSequence()
-	if err != nil {
-		return fmt.Errorf("boltstore: bucket %q: next sequence: %w", bp, err)
-	}
-	var key [8]byte
-	binary.BigEndian.PutUint64(key[:], seq)
-	if bytes.Equal(key[:], keySnapshot) {
-		return fmt.Errorf("boltstore: bucket %q: chunk sequence number %d collides with the snapshot key", bp, seq)
-	}
-	if err := b.Put(key[:], nonNil(dp.Chunk)); err != nil {
-		return keyError(bp, key[:], err, ErrNotValue)
-	}
-	return nil
+	// Sequence numbers start at 1: the 8-byte key "snapshot" would be
+	// the 8.3e18th chunk, which no draft reaches.
+	return appendSequenced(b, bp, dp.Chunk)
 }
 
 // nonNil stores a nil value as an empty one; bbolt keeps the slice it is

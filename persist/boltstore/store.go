@@ -232,9 +232,38 @@ func (s *Store) Documents(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// ReadAudit returns up to limit rows of decision's audit log after
+// position after, read in one transaction of their own.
+func (s *Store) ReadAudit(ctx context.Context, doc, decision string, after uint64, limit int) ([]persist.AuditRow, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, persist.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if doc == "" || decision == "" || limit <= 0 {
+		return nil, nil
+	}
+	if err := s.docDamage(doc); err != nil {
+		return nil, err
+	}
+	var rows []persist.AuditRow
+	err := s.view(path(path(string(bucketDocs), []byte(doc)), bucketAudit), func(tx *bolt.Tx) error {
+		var err error
+		rows, err = readAudit(tx, doc, decision, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
 // Check verifies the whole file: the page structure is walked (as Open
 // does), then bbolt's own consistency check of pages and free list runs,
-// then every document is read against the layout. It returns nil if all is well, or
+// then every document (its audit logs too) is read against the layout. It returns nil if all is well, or
 // every problem found joined into one error: page damage is a
 // *persist.CorruptError naming the file alone, layout damage one naming
 // the bucket and key. It reads in one transaction and does not block
@@ -283,6 +312,9 @@ func (s *Store) Check() error {
 		}
 		for _, id := range ids {
 			if _, err := loadDocument(tx, id); err != nil {
+				errs = append(errs, inFile(s.path, err))
+			}
+			if err := checkAudit(tx, id); err != nil {
 				errs = append(errs, inFile(s.path, err))
 			}
 		}

@@ -157,6 +157,9 @@ func (s *Store) messages(doc string, w *persist.Write) ([]outMsg, map[string]int
 			msgs = append(msgs, outMsg{subject: s.l.chunk(doc, dec, nuid.Next()), data: c})
 		}
 	}
+	for _, p := range w.Audit {
+		msgs = append(msgs, outMsg{subject: s.l.audit(doc, p.Key, nuid.Next()), data: p.Value})
+	}
 	msgs = append(msgs, outMsg{subject: s.l.head(doc)})
 	return msgs, snapshots
 }
@@ -278,7 +281,7 @@ func validate(doc string, w *persist.Write) error {
 	for _, kind := range []struct {
 		name string
 		puts []persist.Put
-	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}} {
+	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
 		for _, p := range kind.puts {
 			if err := checkKey(p.Key, kind.name); err != nil {
 				return err

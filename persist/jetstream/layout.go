@@ -18,6 +18,7 @@ import (
 //	<p>.<doc>.s.<decision>          CRDT snapshot
 //	<p>.<doc>.c.<decision>.<unique> one CRDT chunk; its stream sequence orders it
 //	<p>.<doc>.m                     head: the last message of every Write
+//	<p>.~a.<doc>.<decision>.<unique> one audit row; its stream sequence orders it
 //
 // <p> is the stream name in lower case; <doc> and <decision> are
 // base64url (no padding) of the raw ids, so any bytes make a valid token.
@@ -27,6 +28,11 @@ import (
 // sequences, and acks the commit only once a quorum of replicas has it. The
 // head message closes every batch and carries the Accord-End header, so a
 // reader knows it has seen a Write whole.
+//
+// Audit rows live outside <p>.<doc>.> ("~" is no base64url character, so
+// no document's token is "~a"): loading a document never reads them, they
+// are written in the same batch as the rest of a Write, never purged by a
+// snapshot, and only DeleteDocument removes them.
 //
 // Chunks never share a subject, so they are never replaced; a chunk counts
 // only if its stream sequence is above its decision's snapshot's. Chunks
@@ -65,6 +71,23 @@ func (l layout) head(doc string) string { return l.docPrefix(doc) + kindHead }
 
 func (l layout) key(doc, kind, key string) string {
 	return l.docPrefix(doc) + kind + "." + enc.EncodeToString([]byte(key))
+}
+
+// auditToken is the second token of every audit row's subject.
+const auditToken = "~a"
+
+// audit is the subject of one audit row of decision, and auditFilter
+// matches every row of decision (or, with decision empty, of doc).
+func (l layout) audit(doc, decision, unique string) string {
+	return l.auditFilter(doc, decision) + "." + unique
+}
+
+func (l layout) auditFilter(doc, decision string) string {
+	f := l.prefix + "." + auditToken + "." + enc.EncodeToString([]byte(doc))
+	if decision == "" {
+		return f
+	}
+	return f + "." + enc.EncodeToString([]byte(decision))
 }
 
 func (l layout) chunk(doc, decision, unique string) string {

@@ -466,6 +466,42 @@ func (s *Store) fold(d *persist.StoredDocument, doc, subject string, h nats.Head
 	return false, nil
 }
 
+// ReadAudit returns up to limit rows of decision's audit log after
+// position after (a stream sequence), each asked from the stream's leader
+// in turn, so a row committed before the call is always among them.
+func (s *Store) ReadAudit(ctx context.Context, doc, decision string, after uint64, limit int) ([]persist.AuditRow, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if doc == "" || decision == "" || limit <= 0 {
+		return nil, nil
+	}
+	filter := s.l.auditFilter(doc, decision) + ".*"
+	var rows []persist.AuditRow
+	for seq := after + 1; len(rows) < limit; {
+		gctx, cancel := s.opContext(ctx)
+		m, err := s.stream.GetMsg(gctx, seq, natsjs.WithGetMsgSubject(filter))
+		cancel()
+		if errors.Is(err, natsjs.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: audit of %q in %q: get: %w", decision, doc, err)
+		}
+		v := bytes.Clone(m.Data)
+		if v == nil {
+			v = []byte{}
+		}
+		rows = append(rows, persist.AuditRow{Seq: m.Sequence, Value: v})
+		seq = m.Sequence + 1
+	}
+	return rows, nil
+}
+
 // Head returns the stream sequence of doc's last Write, or 0 if it has none.
 func (s *Store) Head(ctx context.Context, doc string) (uint64, error) {
 	if err := s.enter(); err != nil {
@@ -507,8 +543,9 @@ func (s *Store) Documents(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// DeleteDocument removes every value of doc, in one purge of its subjects,
-// which the stream applies atomically on every replica. Deleting a document
+// DeleteDocument removes every value of doc: a purge of its audit logs,
+// then one of its other subjects, each applied atomically on every
+// replica. Deleting a document
 // never written succeeds and changes nothing.
 func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 	if err := s.enter(); err != nil {
@@ -526,6 +563,12 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 	}
 	octx, cancel := s.opContext(ctx)
 	defer cancel()
+	// The audit logs go first: a delete cut short between the two purges
+	// leaves a document without its logs, never logs without their
+	// document for a later document of the same id to inherit.
+	if err := s.stream.Purge(octx, natsjs.WithPurgeSubject(s.l.auditFilter(doc, "")+".>")); err != nil {
+		return fmt.Errorf("jetstream: delete %q: audit logs: %w", doc, err)
+	}
 	if err := s.stream.Purge(octx, natsjs.WithPurgeSubject(s.l.docFilter(doc))); err != nil {
 		return fmt.Errorf("jetstream: delete %q: %w", doc, err)
 	}

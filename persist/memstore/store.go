@@ -25,6 +25,7 @@ type document struct {
 	drafts      map[string]*draft
 	projections map[string][]byte
 	answers     map[string][]byte
+	audit       map[string][][]byte // a decision's log; a row's Seq is its index + 1
 }
 
 type draft struct {
@@ -104,6 +105,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 			drafts:      make(map[string]*draft),
 			projections: make(map[string][]byte),
 			answers:     make(map[string][]byte),
+			audit:       make(map[string][][]byte),
 		}
 		s.docs[doc] = d
 	}
@@ -119,6 +121,9 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 		} else {
 			d.answers[p.Key] = clone(p.Value)
 		}
+	}
+	for _, p := range w.Audit {
+		d.audit[p.Key] = append(d.audit[p.Key], clone(p.Value))
 	}
 	for _, dp := range w.Drafts {
 		dr := d.drafts[dp.Decision]
@@ -169,6 +174,29 @@ func (s *Store) LoadDocument(ctx context.Context, doc string) (*persist.StoredDo
 			}
 		}
 		out.Drafts[id] = sd
+	}
+	return out, nil
+}
+
+// ReadAudit returns up to limit rows of decision's audit log after
+// position after, copied.
+func (s *Store) ReadAudit(ctx context.Context, doc, decision string, after uint64, limit int) ([]persist.AuditRow, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, persist.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := s.docs[doc]
+	if d == nil || limit <= 0 {
+		return nil, nil
+	}
+	log := d.audit[decision]
+	var out []persist.AuditRow
+	for i := after; i < uint64(len(log)) && len(out) < limit; i++ {
+		out = append(out, persist.AuditRow{Seq: i + 1, Value: clone(log[i])})
 	}
 	return out, nil
 }
@@ -231,7 +259,7 @@ func validate(doc string, w *persist.Write) error {
 	if w == nil {
 		return nil
 	}
-	for _, puts := range [][]persist.Put{w.Records, w.Projections, w.Answers} {
+	for _, puts := range [][]persist.Put{w.Records, w.Projections, w.Answers, w.Audit} {
 		for _, p := range puts {
 			if p.Key == "" {
 				return persist.ErrEmptyKey
