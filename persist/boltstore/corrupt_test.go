@@ -276,8 +276,10 @@ func TestCorruptAuditLog(t *testing.T) {
 			bucket: "docs/d1/audit/dec", key: "abc", err: boltstore.ErrAuditKey,
 		},
 		{
-			name:   "row is a bucket",
-			damage: func(t *testing.T, tx *bolt.Tx) { bucketAt(t, tx, "docs", "d1", "audit", "dec", "\x00\x00\x00\x00\x00\x00\x00\x01") },
+			name: "row is a bucket",
+			damage: func(t *testing.T, tx *bolt.Tx) {
+				bucketAt(t, tx, "docs", "d1", "audit", "dec", "\x00\x00\x00\x00\x00\x00\x00\x01")
+			},
 			bucket: "docs/d1/audit/dec", key: "\x00\x00\x00\x00\x00\x00\x00\x01", err: boltstore.ErrNotValue,
 		},
 	}
