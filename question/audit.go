@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/accord-crdt/accord/persist"
 )
 
 // AuditVersion is the version of the audit export's schema
@@ -20,7 +22,7 @@ const AuditVersion = 1
 const (
 	AuditDecision    = "decision"    // the decision as created: key, origin, definition
 	AuditAppend      = "append"      // an option or criterion appended (its key in Key)
-	AuditAttribution = "attribution" // who last set each value as of the last compaction
+	AuditAttribution = "attribution" // who last set each value as of the last compaction (decisions older than the audit log only)
 	AuditEdit        = "edit"        // an accepted draft edit: member, time, changes, cells
 	AuditSave        = "save"        // a save: the answer with its attribution
 	AuditReopen      = "reopen"      // a reopen: the generation it opened
@@ -50,17 +52,36 @@ type AuditEvent struct {
 }
 
 // AuditExport is one decision's history as the authority held it when
-// Audit was called: its record and its stored draft (the very bytes the
-// store holds, shared, never copied). Writing it needs no authority, so a
-// slow reader of an export holds up nothing.
+// Audit was called: its record, its stored draft (the very bytes the
+// store holds, shared, never copied) and where to read its audit log.
+// Writing it needs no authority, so a slow reader of an export holds up
+// nobody's edits.
 type AuditExport struct {
 	rec    Record
 	stored [][]byte // snapshot first, then chunks
+	store  persist.Store
+	doc    string
+	cut    time.Time // log rows of edits after it are left out
 	logBad func(error)
 }
 
+// auditPage is how many rows of an audit log an export reads at a time.
+const auditPage = 256
+
+// appendAudit stages rec as the next row of decision id's audit log.
+func (t *txn) appendAudit(id string, rec *provRecord) error {
+	rec.V = provVersion
+	row, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	t.write.Audit = append(t.write.Audit, persist.Put{Key: id, Value: row})
+	return nil
+}
+
 // Audit returns the history of a decision, for WriteTo. It is cheap: the
-// record is copied, the stored draft shared.
+// record is copied, the stored draft shared, and the audit log is read
+// only as WriteTo writes it.
 func (a *Authority) Audit(id string) (*AuditExport, error) {
 	d, ok := a.decisions[id]
 	if !ok {
@@ -69,16 +90,21 @@ func (a *Authority) Audit(id string) (*AuditExport, error) {
 	parts := append([][]byte{d.stored.Snapshot}, d.stored.Chunks...)
 	doc := a.opts.Doc
 	log := a.opts.Logger
-	return &AuditExport{rec: cloneRecord(d.rec), stored: parts, logBad: func(err error) {
-		log.Warn("question: audit export: a provenance record cannot be read; its edit is left out", "doc", doc, "decision", id, "err", err)
-	}}, nil
+	return &AuditExport{rec: cloneRecord(d.rec), stored: parts, store: a.opts.Store, doc: doc, cut: a.opts.Now().UTC(),
+		logBad: func(err error) {
+			log.Warn("question: audit export: a provenance record cannot be read; its edit is left out", "doc", doc, "decision", id, "err", err)
+		}}, nil
 }
 
 // WriteTo writes the export as NDJSON, one AuditEvent a line, in the
-// order of time as far as it is known: the decision, its appends, the
-// attribution kept by the last compaction, then edits, saves, reopens,
-// a discard and findings merged by time, and an end event. Edits are
-// read from the stored chunks one at a time as they are written.
+// order of time as far as it is known: the decision, its appends, then
+// edits, saves, reopens, a discard and findings merged by time, and an
+// end event. Edits are read from the decision's audit log a page at a
+// time as they are written; every accepted edit since the decision was
+// created is there, whatever compaction and rebase did to the draft. A
+// decision created before the log existed has no start row: its export
+// is taken from the stored draft instead, with an attribution event for
+// what its last compaction kept.
 func (x *AuditExport) WriteTo(ctx context.Context, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -112,10 +138,79 @@ func (x *AuditExport) WriteTo(ctx context.Context, w io.Writer) error {
 		}
 		return nil
 	}
+	edit := func(pr *provRecord) error {
+		if err := flushUntil(pr.At); err != nil {
+			return err
+		}
+		e := AuditEvent{Type: AuditEdit, By: pr.By, At: pr.At, Changes: pr.Changes, Cells: pr.Cells}
+		if len(pr.Cells) > 0 {
+			e.Generation = pr.Cells[0].Generation
+		}
+		return emit(e)
+	}
+	logged, err := x.logEdits(ctx, edit)
+	if err != nil {
+		return fmt.Errorf("question: audit export of %q: %w", rec.ID, err)
+	}
+	if !logged {
+		if err := x.draftEdits(emit, edit); err != nil {
+			return err
+		}
+	}
+	if err := flushUntil(nil); err != nil {
+		return err
+	}
+	if err := emit(AuditEvent{Type: AuditEnd, Generation: rec.Generation, Status: rec.Status}); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// logEdits passes each edit of the decision's audit log to edit, in
+// order, and reports whether the log holds the whole history (it begins
+// with a start row). It passes nothing when it does not.
+func (x *AuditExport) logEdits(ctx context.Context, edit func(*provRecord) error) (bool, error) {
+	var after uint64
+	started := false
+	for {
+		rows, err := x.store.ReadAudit(ctx, x.doc, x.rec.ID, after, auditPage)
+		if err != nil {
+			return false, err
+		}
+		for _, row := range rows {
+			after = row.Seq
+			pr, err := readProvRecord(row.Value)
+			if err != nil {
+				x.logBad(err)
+				continue
+			}
+			switch {
+			case pr.Start:
+				started = true
+			case !started:
+				return false, nil
+			case pr.At != nil && pr.At.After(x.cut):
+				return true, nil
+			default:
+				if err := edit(pr); err != nil {
+					return true, err
+				}
+			}
+		}
+		if len(rows) < auditPage {
+			return started, nil
+		}
+	}
+}
+
+// draftEdits writes what the stored draft holds of a decision's edits:
+// the attribution its last compaction kept, then the record of each chunk
+// since, one at a time.
+func (x *AuditExport) draftEdits(emit func(AuditEvent) error, edit func(*provRecord) error) error {
 	for i, part := range x.stored {
 		meta, _, err := splitDraft(part)
 		if err != nil {
-			return fmt.Errorf("question: audit export of %q: %w", rec.ID, err)
+			return fmt.Errorf("question: audit export of %q: %w", x.rec.ID, err)
 		}
 		if meta == nil {
 			continue
@@ -133,24 +228,11 @@ func (x *AuditExport) WriteTo(ctx context.Context, w io.Writer) error {
 			}
 			continue
 		}
-		if err := flushUntil(pr.At); err != nil {
-			return err
-		}
-		e := AuditEvent{Type: AuditEdit, By: pr.By, At: pr.At, Changes: pr.Changes, Cells: pr.Cells}
-		if len(pr.Cells) > 0 {
-			e.Generation = pr.Cells[0].Generation
-		}
-		if err := emit(e); err != nil {
+		if err := edit(pr); err != nil {
 			return err
 		}
 	}
-	if err := flushUntil(nil); err != nil {
-		return err
-	}
-	if err := emit(AuditEvent{Type: AuditEnd, Generation: rec.Generation, Status: rec.Status}); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return nil
 }
 
 // lifecycle returns the record's saves, reopens, discard and findings as

@@ -3,6 +3,7 @@ package question_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/persist"
+	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 )
 
@@ -55,7 +58,7 @@ func TestAuditExportReplays(t *testing.T) {
 	_, err = f.a.Reopen(ctx, ana, id)
 	must(t, err)
 	edit(ben, func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
-	for i := range 100 { // enough to compact the draft: Ben's mark is then in its attribution only
+	for i := range 100 { // enough to compact the draft: Ben's mark is then in its snapshot's attribution only
 		who := []question.Member{ana, cleo}[i%2]
 		edit(who, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "easy", marks.All[i%3]) })
 	}
@@ -83,6 +86,11 @@ func TestAuditExportReplays(t *testing.T) {
 	}
 	if types[question.AuditSave] != 2 || types[question.AuditReopen] != 2 {
 		t.Fatalf("events %v, want two saves and two reopens", types)
+	}
+	// Every edit is there, the ones before the compaction too, and no
+	// attribution stands in for them.
+	if types[question.AuditEdit] != 108 || types[question.AuditAttribution] != 0 {
+		t.Fatalf("events %v, want 108 edits and no attribution", types)
 	}
 
 	got, err := question.ReplayAudit(bytes.NewReader(buf.Bytes()))
@@ -131,4 +139,141 @@ func sameCells(a, b []question.CellProvenance) bool {
 		}
 	}
 	return true
+}
+
+// auditEvents exports decision id and returns its events.
+func auditEvents(t *testing.T, a *question.Authority, id string) ([]question.AuditEvent, []byte) {
+	t.Helper()
+	x, err := a.Audit(id)
+	must(t, err)
+	var buf bytes.Buffer
+	must(t, x.WriteTo(ctx, &buf))
+	var out []question.AuditEvent
+	sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e question.AuditEvent
+		must(t, json.Unmarshal(sc.Bytes(), &e))
+		out = append(out, e)
+	}
+	return out, buf.Bytes()
+}
+
+// TestAuditExportKeepsEveryEdit: edits by several members across
+// compactions, a rebase and restarts on a real bbolt file each appear once
+// in the export, in order, by their member; the replay rebuilds the
+// authority's provenance.
+func TestAuditExportKeepsEveryEdit(t *testing.T) {
+	f := newBoltFixture(t)
+	out, err := f.a.Create(ctx, ana, []question.CreateRequest{{Key: "k", Origin: question.FromPlanner, Definition: provDef()}})
+	must(t, err)
+	id := out[0].Record.ID
+	var want []string // who made each accepted edit, in order
+	m := f.member(id)
+	send := func(who question.Member) {
+		t.Helper()
+		ed, err := m.send(who)
+		must(t, err)
+		if len(ed.Changes) > 0 || ed.Rebased {
+			want = append(want, who.Login)
+		}
+	}
+	for i := range 230 { // past two compactions
+		who := []question.Member{ana, ben, cleo}[i%3]
+		must(t, m.doc.SetMark("q1", "email", "easy", marks.All[i%3]))
+		send(who)
+		if i == 120 {
+			f.reopen()
+			m = f.member(id)
+		}
+	}
+	must(t, m.doc.SpliceText("q3", 0, 0, strings.Repeat("x", 5000)))
+	must(t, m.doc.SpliceText("q3", 0, 5000, ""))
+	must(t, m.doc.SetMark("q1", "sms", "cheap", marks.Partly))
+	ed, err := m.send(cleo)
+	must(t, err)
+	if !ed.Rebased {
+		t.Fatal("the churning edit did not rebase the decision")
+	}
+	want = append(want, "cleo")
+	m.reload()
+	must(t, m.doc.Choose("q1", "sms", true))
+	send(ana)
+	sd, err := f.st.LoadDocument(ctx, "plan-1")
+	must(t, err)
+	if n := len(sd.Drafts[id].Chunks); n >= len(want) {
+		t.Fatalf("%d chunks stored for %d edits: the draft was never compacted", n, len(want))
+	}
+	f.reopen()
+
+	events, raw := auditEvents(t, f.a, id)
+	var got []string
+	for _, e := range events {
+		switch e.Type {
+		case question.AuditEdit:
+			got = append(got, e.By)
+		case question.AuditAttribution:
+			t.Fatalf("an attribution event in the export of a decision with its whole log: %+v", e)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("edit events by %d members %v\nwant %d %v", len(got), got, len(want), want)
+	}
+	st, err := question.ReplayAudit(bytes.NewReader(raw))
+	must(t, err)
+	prov, err := f.a.Provenance(id)
+	must(t, err)
+	if !sameCells(st.Provenance, prov) {
+		t.Fatalf("replayed provenance %+v, want %+v", st.Provenance, prov)
+	}
+}
+
+// auditlessStore drops every audit row, as a store written before the
+// audit log existed holds none.
+type auditlessStore struct{ persist.Store }
+
+func (s auditlessStore) Commit(ctx context.Context, doc string, w *persist.Write) error {
+	c := *w
+	c.Audit = nil
+	return s.Store.Commit(ctx, doc, &c)
+}
+
+// TestAuditExportWithoutTheLog: a decision whose store holds no audit log
+// (written before it existed) is exported from its stored draft: the
+// attribution its compaction kept, then the edits since, and the replay
+// still rebuilds the authority's provenance.
+func TestAuditExportWithoutTheLog(t *testing.T) {
+	a, err := question.NewAuthority(ctx, question.Options{Store: auditlessStore{memstore.New()}, Doc: "plan-1", CompactAfter: 4})
+	must(t, err)
+	out, err := a.Create(ctx, ana, []question.CreateRequest{{Key: "k", Origin: question.FromPlanner, Definition: provDef()}})
+	must(t, err)
+	id := out[0].Record.ID
+	saved, err := a.Save(id)
+	must(t, err)
+	doc, err := crdt.Load(saved, nil, crdt.Options{})
+	must(t, err)
+	const edits = 60
+	for i := range edits {
+		before := doc.Heads()
+		must(t, doc.SetMark("q1", "email", "easy", marks.All[i%3]))
+		ch, err := doc.ChangesSince(before)
+		must(t, err)
+		_, err = a.Edit(ctx, []question.Member{ana, ben}[i%2], id, ch)
+		must(t, err)
+	}
+	events, raw := auditEvents(t, a, id)
+	types := map[string]int{}
+	for _, e := range events {
+		types[e.Type]++
+	}
+	if types[question.AuditAttribution] != 1 || types[question.AuditEdit] >= edits {
+		t.Fatalf("events %v: want one attribution and the edits since the last compaction", types)
+	}
+	st, err := question.ReplayAudit(bytes.NewReader(raw))
+	must(t, err)
+	prov, err := a.Provenance(id)
+	must(t, err)
+	if !sameCells(st.Provenance, prov) {
+		t.Fatalf("replayed provenance %+v, want %+v", st.Provenance, prov)
+	}
 }

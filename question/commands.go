@@ -108,6 +108,9 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 		}
 		t.created[id] = &decision{rec: rec, doc: doc, state: st}
 		t.records[id] = rec
+		if err := t.appendAudit(id, &provRecord{Start: true}); err != nil {
+			return nil, t.fail(draftRefusal(err))
+		}
 		if err := t.persistDraft(id, nil); err != nil {
 			return nil, t.fail(draftRefusal(err))
 		}
@@ -193,7 +196,9 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	rec := &provRecord{By: who.Login, At: &at, Changes: hashStrings(ap.Fresh)}
 	rec.Cells = editCells(d.prov, d.state.Questions, d.state.Generation, d.state.Drafts[d.state.Generation],
 		ap.State.Drafts[ap.State.Generation], who.Login, at, rec.Changes[len(rec.Changes)-1])
-	t.stageEdit(id, rec)
+	if err := t.stageEdit(id, rec); err != nil {
+		return Edited{}, t.fail(draftRefusal(err))
+	}
 	if err := t.persistChanges(id, before, ap.Changes); err != nil {
 		return Edited{}, t.fail(draftRefusal(err))
 	}

@@ -33,6 +33,9 @@ func (nullStore) Commit(context.Context, string, *persist.Write) error { return 
 func (nullStore) Documents(context.Context) ([]string, error)          { return nil, nil }
 func (nullStore) DeleteDocument(context.Context, string) error         { return nil }
 func (nullStore) Close() error                                         { return nil }
+func (nullStore) ReadAudit(context.Context, string, string, uint64, int) ([]persist.AuditRow, error) {
+	return nil, nil
+}
 
 // matrixDef is a small decision: one choice question, 3 options × 2
 // criteria (the shape BenchmarkOpenDocumentMemory uses in sync/server).

@@ -247,6 +247,10 @@ type provRecord struct {
 	Changes []string         `json:"changes,omitempty"`
 	Whole   bool             `json:"whole,omitempty"`
 	Cells   []CellProvenance `json:"cells,omitempty"`
+	// Start marks the first row of a decision's audit log, written with
+	// the decision: a log that begins with it holds every accepted edit
+	// (audit.go).
+	Start bool `json:"start,omitempty"`
 }
 
 // errProvFrame reports an envelope whose framing is damaged: the
@@ -344,13 +348,14 @@ func unwrapStored(snapshot []byte, chunks [][]byte, withIndex bool, bad func(err
 }
 
 // stageEdit records an accepted edit's provenance in the transaction: the
-// record its chunk is stored with, and the cells the index gains when it
-// commits.
-func (t *txn) stageEdit(id string, rec *provRecord) {
+// record its chunk is stored with, the row the decision's audit log gains,
+// and the cells the index gains when it commits.
+func (t *txn) stageEdit(id string, rec *provRecord) error {
 	if t.edits == nil {
 		t.edits = map[string]*provRecord{}
 	}
 	t.edits[id] = rec
+	return t.appendAudit(id, rec)
 }
 
 // wholeRecord is the record a snapshot of decision id is stored with: the

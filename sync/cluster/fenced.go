@@ -141,6 +141,12 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 // Documents lists every document in the stream.
 func (f *FencedStore) Documents(ctx context.Context) ([]string, error) { return f.s.Documents(ctx) }
 
+// ReadAudit reads a decision's audit log from the stream; reading needs
+// no fence.
+func (f *FencedStore) ReadAudit(ctx context.Context, doc, decision string, after uint64, limit int) ([]persist.AuditRow, error) {
+	return f.s.ReadAudit(ctx, doc, decision, after, limit)
+}
+
 // DeleteDocument deletes doc everywhere and forgets its head here.
 func (f *FencedStore) DeleteDocument(ctx context.Context, doc string) error {
 	f.mu.Lock()
