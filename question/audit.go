@@ -123,9 +123,10 @@ func (x *AuditExport) WriteTo(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(rec.Appended)) {
-		ap := rec.Appended[k]
-		if err := emit(AuditEvent{Type: AuditAppend, Key: k, Append: &ap}); err != nil {
-			return err
+		if ap := rec.Appended[k]; ap.At.IsZero() {
+			if err := emit(AuditEvent{Type: AuditAppend, Key: k, Append: &ap}); err != nil {
+				return err
+			}
 		}
 	}
 	lifecycle := x.lifecycle()
@@ -235,8 +236,9 @@ func (x *AuditExport) draftEdits(emit func(AuditEvent) error, edit func(*provRec
 	return nil
 }
 
-// lifecycle returns the record's saves, reopens, discard and findings as
-// events sorted by time (a save before the reopen of the same instant).
+// lifecycle returns the record's appends (those with a time), saves,
+// reopens, discard and findings as events sorted by time (a save before
+// the reopen of the same instant; appends of one instant by key).
 func (x *AuditExport) lifecycle() []AuditEvent {
 	rec := &x.rec
 	var out []AuditEvent
@@ -256,6 +258,12 @@ func (x *AuditExport) lifecycle() []AuditEvent {
 	if rec.Status == Discarded {
 		at := rec.DiscardedAt
 		out = append(out, AuditEvent{Type: AuditDiscard, Generation: rec.Generation, By: rec.DiscardedBy, At: &at})
+	}
+	for _, k := range slices.Sorted(maps.Keys(rec.Appended)) {
+		if ap := rec.Appended[k]; !ap.At.IsZero() {
+			at := ap.At
+			out = append(out, AuditEvent{Type: AuditAppend, By: ap.By, At: &at, Key: k, Append: &ap})
+		}
 	}
 	for _, f := range rec.Findings {
 		at := f.At

@@ -196,6 +196,9 @@ func TestAuditExportKeepsEveryEdit(t *testing.T) {
 		t.Fatal("the churning edit did not rebase the decision")
 	}
 	want = append(want, "cleo")
+	_, err = f.a.AppendOption(ctx, ben, question.AppendRequest{ID: id, Question: "q1", Key: "k-push", Label: "Push"})
+	must(t, err)
+	want = append(want, "append")
 	m.reload()
 	must(t, m.doc.Choose("q1", "sms", true))
 	send(ana)
@@ -210,6 +213,11 @@ func TestAuditExportKeepsEveryEdit(t *testing.T) {
 	var got []string
 	for _, e := range events {
 		switch e.Type {
+		case question.AuditAppend:
+			if e.By != "ben" || e.At == nil || e.Key != "k-push" || e.Append == nil || e.Append.Kind != "option" {
+				t.Fatalf("append event %+v, want Ben's option with its time", e)
+			}
+			got = append(got, "append")
 		case question.AuditEdit:
 			got = append(got, e.By)
 		case question.AuditAttribution:

@@ -132,6 +132,10 @@ type Appended struct {
 	Kind     string `json:"kind"` // "option" or "criterion"
 	Question string `json:"question"`
 	ID       string `json:"id"`
+	// By and At say who appended it and when (absent in records written
+	// before they were kept).
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at,omitzero"`
 }
 
 // Record is the authoritative state of one decision.

@@ -314,7 +314,7 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 	if rec.Appended == nil {
 		rec.Appended = map[string]Appended{}
 	}
-	rec.Appended[req.Key] = Appended{Kind: kind, Question: req.Question, ID: item.ID}
+	rec.Appended[req.Key] = Appended{Kind: kind, Question: req.Question, ID: item.ID, By: who.Login, At: a.opts.Now().UTC()}
 	if err := t.persistDraft(req.ID, before); err != nil {
 		return AppendResult{}, t.fail(draftRefusal(err))
 	}
