@@ -114,8 +114,11 @@ type Cluster struct {
 func RunCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	t.Cleanup(c.shutdownAll)
+	// Cleanups run last first: the servers stop before their directory
+	// is removed (the other way round, a server still writing its raft
+	// state fails the removal).
 	root := t.TempDir()
+	t.Cleanup(c.shutdownAll)
 	// A clustered JetStream server is ready only once it sees its peers,
 	// so all start at once, on ports picked beforehand.
 	ports := freePorts(t, 2*n)
