@@ -68,15 +68,78 @@ type AuditExport struct {
 // auditPage is how many rows of an audit log an export reads at a time.
 const auditPage = 256
 
+// auditRow is one row of a decision's audit log: an accepted edit (the
+// member, time and change hashes of its provenance record, and the values
+// it changed), or, first in every log written since the decision was
+// created, a start row saying the log holds every edit. The values leave
+// out what every value of an edit shares (member, time, last change), so a
+// row costs about what the edit changed.
+type auditRow struct {
+	V       int         `json:"v"`
+	Start   bool        `json:"start,omitempty"`
+	By      string      `json:"by,omitempty"`
+	At      *time.Time  `json:"at,omitempty"`
+	Changes []string    `json:"changes,omitempty"`
+	Cells   []auditCell `json:"cells,omitempty"`
+}
+
+type auditCell struct {
+	Generation uint64   `json:"g"`
+	Question   string   `json:"q"`
+	Kind       CellKind `json:"k"`
+	Cell       string   `json:"c,omitempty"`
+	Value      string   `json:"v,omitempty"`
+	Was        string   `json:"w,omitempty"`
+	WasBy      string   `json:"wb,omitempty"`
+}
+
+// auditRowVersion is the version of auditRow this code writes.
+const auditRowVersion = 1
+
 // appendAudit stages rec as the next row of decision id's audit log.
 func (t *txn) appendAudit(id string, rec *provRecord) error {
-	rec.V = provVersion
-	row, err := json.Marshal(rec)
+	row := auditRow{V: auditRowVersion, Start: rec.Start, By: rec.By, At: rec.At, Changes: rec.Changes}
+	for _, c := range rec.Cells {
+		row.Cells = append(row.Cells, auditCell{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
+			Value: c.Value, Was: c.Was, WasBy: c.WasBy})
+	}
+	b, err := json.Marshal(row)
 	if err != nil {
 		return err
 	}
-	t.write.Audit = append(t.write.Audit, persist.Put{Key: id, Value: row})
+	t.write.Audit = append(t.write.Audit, persist.Put{Key: id, Value: b})
 	return nil
+}
+
+// readAuditRow decodes a row of an audit log into the provenance record
+// it was made from.
+func readAuditRow(b []byte) (*provRecord, error) {
+	var row auditRow
+	if err := json.Unmarshal(b, &row); err != nil {
+		return nil, fmt.Errorf("audit row: %w", err)
+	}
+	if row.V != auditRowVersion {
+		return nil, fmt.Errorf("audit row of version %d; this build reads %d", row.V, auditRowVersion)
+	}
+	rec := &provRecord{V: provVersion, Start: row.Start, By: row.By, At: row.At, Changes: row.Changes}
+	var at time.Time
+	if row.At != nil {
+		at = *row.At
+	}
+	var change string
+	if len(row.Changes) > 0 {
+		change = row.Changes[len(row.Changes)-1]
+	}
+	for _, c := range row.Cells {
+		switch c.Kind {
+		case CellMark, CellChoice, CellText:
+		default:
+			return nil, fmt.Errorf("audit row: unknown cell kind %q", c.Kind)
+		}
+		rec.Cells = append(rec.Cells, CellProvenance{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
+			Value: c.Value, By: row.By, At: at, Change: change, Was: c.Was, WasBy: c.WasBy})
+	}
+	return rec, nil
 }
 
 // Audit returns the history of a decision, for WriteTo. It is cheap: the
@@ -180,7 +243,7 @@ func (x *AuditExport) logEdits(ctx context.Context, edit func(*provRecord) error
 		}
 		for _, row := range rows {
 			after = row.Seq
-			pr, err := readProvRecord(row.Value)
+			pr, err := readAuditRow(row.Value)
 			if err != nil {
 				x.logBad(err)
 				continue

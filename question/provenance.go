@@ -248,9 +248,8 @@ type provRecord struct {
 	Whole   bool             `json:"whole,omitempty"`
 	Cells   []CellProvenance `json:"cells,omitempty"`
 	// Start marks the first row of a decision's audit log, written with
-	// the decision: a log that begins with it holds every accepted edit
-	// (audit.go).
-	Start bool `json:"start,omitempty"`
+	// the decision (auditRow); it is never stored with a draft.
+	Start bool `json:"-"`
 }
 
 // errProvFrame reports an envelope whose framing is damaged: the

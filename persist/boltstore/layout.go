@@ -271,6 +271,10 @@ func apply(tx *bolt.Tx, doc string, w *persist.Write) (err error) {
 // appendSequenced puts v in b under the bucket's next sequence number,
 // big-endian, so that b's keys iterate in the order of the appends.
 func appendSequenced(b *bolt.Bucket, bp string, v []byte) error {
+	// Keys only grow: a full page is never written into again, so pages
+	// split full, not at bbolt's default half (which doubled the file an
+	// audit log or a draft's chunks take).
+	b.FillPercent = 1
 	seq, err := b.NextSequence()
 	if err != nil {
 		return fmt.Errorf("boltstore: bucket %q: next sequence: %w", bp, err)
