@@ -35,6 +35,29 @@ func put(t *testing.T, b *bolt.Bucket, k, v string) {
 	}
 }
 
+// openDamaged writes a bbolt file with write, straight through bbolt,
+// and opens a Store on it that is closed when t ends.
+func openDamaged(t *testing.T, write func(tx *bolt.Tx)) *boltstore.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "accord.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { write(tx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestCorruptLayout(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -115,29 +138,11 @@ func TestCorruptLayout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "accord.db")
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(func(tx *bolt.Tx) error {
+			s := openDamaged(t, func(tx *bolt.Tx) {
 				// A healthy document next to the damaged one.
 				put(t, bucketAt(t, tx, "docs", "d0", "records"), "r", "ok")
 				tc.damage(t, tx)
-				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-
-			s, err := boltstore.Open(path, nil)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer s.Close()
 
 			checkCorrupt := func(what string, err error) {
 				t.Helper()
@@ -149,7 +154,7 @@ func TestCorruptLayout(t *testing.T) {
 					t.Fatalf("%s = %#v (%v), want bucket %q key %q error %v", what, ce, ce.Err, tc.bucket, tc.key, tc.err)
 				}
 			}
-			_, err = s.LoadDocument(ctx, "d1")
+			_, err := s.LoadDocument(ctx, "d1")
 			checkCorrupt("LoadDocument", err)
 			checkCorrupt("Check", s.Check())
 
@@ -285,26 +290,10 @@ func TestCorruptAuditLog(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "accord.db")
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Update(func(tx *bolt.Tx) error {
+			s := openDamaged(t, func(tx *bolt.Tx) {
 				put(t, bucketAt(t, tx, "docs", "d1", "records"), "dec", "ok")
 				tc.damage(t, tx)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s, err := boltstore.Open(path, nil)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer s.Close()
+			})
 			checkCorrupt := func(what string, err error) {
 				t.Helper()
 				var ce *persist.CorruptError
@@ -312,7 +301,7 @@ func TestCorruptAuditLog(t *testing.T) {
 					t.Fatalf("%s = %v, want a CorruptError at bucket %q key %q, %v", what, err, tc.bucket, tc.key, tc.err)
 				}
 			}
-			_, err = s.ReadAudit(ctx, "d1", "dec", 0, 10)
+			_, err := s.ReadAudit(ctx, "d1", "dec", 0, 10)
 			checkCorrupt("ReadAudit", err)
 			checkCorrupt("Check", s.Check())
 			d, err := s.LoadDocument(ctx, "d1")
