@@ -96,13 +96,19 @@ type auditCell struct {
 // auditRowVersion is the version of auditRow this code writes.
 const auditRowVersion = 1
 
-// appendAudit stages rec as the next row of decision id's audit log.
-func (t *txn) appendAudit(id string, rec *provRecord) error {
-	row := auditRow{V: auditRowVersion, Start: rec.Start, By: rec.By, At: rec.At, Changes: rec.Changes}
+// auditRowOf is the audit row of an accepted edit's provenance record.
+func auditRowOf(rec *provRecord) auditRow {
+	row := auditRow{By: rec.By, At: rec.At, Changes: rec.Changes}
 	for _, c := range rec.Cells {
 		row.Cells = append(row.Cells, auditCell{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
 			Value: c.Value, Was: c.Was, WasBy: c.WasBy})
 	}
+	return row
+}
+
+// appendAudit stages row as the next row of decision id's audit log.
+func (t *txn) appendAudit(id string, row auditRow) error {
+	row.V = auditRowVersion
 	b, err := json.Marshal(row)
 	if err != nil {
 		return err
@@ -111,9 +117,8 @@ func (t *txn) appendAudit(id string, rec *provRecord) error {
 	return nil
 }
 
-// readAuditRow decodes a row of an audit log into the provenance record
-// it was made from.
-func readAuditRow(b []byte) (*provRecord, error) {
+// readAuditRow decodes a row of an audit log.
+func readAuditRow(b []byte) (*auditRow, error) {
 	var row auditRow
 	if err := json.Unmarshal(b, &row); err != nil {
 		return nil, fmt.Errorf("audit row: %w", err)
@@ -121,7 +126,17 @@ func readAuditRow(b []byte) (*provRecord, error) {
 	if row.V != auditRowVersion {
 		return nil, fmt.Errorf("audit row of version %d; this build reads %d", row.V, auditRowVersion)
 	}
-	rec := &provRecord{V: provVersion, Start: row.Start, By: row.By, At: row.At, Changes: row.Changes}
+	for _, c := range row.Cells {
+		if !c.Kind.known() {
+			return nil, fmt.Errorf("audit row: unknown cell kind %q", c.Kind)
+		}
+	}
+	return &row, nil
+}
+
+// record is the provenance record an edit's row was made from.
+func (row *auditRow) record() *provRecord {
+	rec := &provRecord{By: row.By, At: row.At, Changes: row.Changes}
 	var at time.Time
 	if row.At != nil {
 		at = *row.At
@@ -131,15 +146,10 @@ func readAuditRow(b []byte) (*provRecord, error) {
 		change = row.Changes[len(row.Changes)-1]
 	}
 	for _, c := range row.Cells {
-		switch c.Kind {
-		case CellMark, CellChoice, CellText:
-		default:
-			return nil, fmt.Errorf("audit row: unknown cell kind %q", c.Kind)
-		}
 		rec.Cells = append(rec.Cells, CellProvenance{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
 			Value: c.Value, By: row.By, At: at, Change: change, Was: c.Was, WasBy: c.WasBy})
 	}
-	return rec, nil
+	return rec
 }
 
 // Audit returns the history of a decision, for WriteTo. It is cheap: the
@@ -243,20 +253,20 @@ func (x *AuditExport) logEdits(ctx context.Context, edit func(*provRecord) error
 		}
 		for _, row := range rows {
 			after = row.Seq
-			pr, err := readAuditRow(row.Value)
+			r, err := readAuditRow(row.Value)
 			if err != nil {
 				x.logBad(err)
 				continue
 			}
 			switch {
-			case pr.Start:
+			case r.Start:
 				started = true
 			case !started:
 				return false, nil
-			case pr.At != nil && pr.At.After(x.cut):
+			case r.At != nil && r.At.After(x.cut):
 				return true, nil
 			default:
-				if err := edit(pr); err != nil {
+				if err := edit(r.record()); err != nil {
 					return true, err
 				}
 			}

@@ -108,7 +108,7 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 		}
 		t.created[id] = &decision{rec: rec, doc: doc, state: st}
 		t.records[id] = rec
-		if err := t.appendAudit(id, &provRecord{Start: true}); err != nil {
+		if err := t.appendAudit(id, auditRow{Start: true}); err != nil {
 			return nil, t.fail(draftRefusal(err))
 		}
 		if err := t.persistDraft(id, nil); err != nil {

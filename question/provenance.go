@@ -50,6 +50,8 @@ const (
 	CellText CellKind = "text"
 )
 
+func (k CellKind) known() bool { return k == CellMark || k == CellChoice || k == CellText }
+
 // ChoiceChosen is the Value of a multiple-choice option that is chosen.
 const ChoiceChosen = "chosen"
 
@@ -247,9 +249,6 @@ type provRecord struct {
 	Changes []string         `json:"changes,omitempty"`
 	Whole   bool             `json:"whole,omitempty"`
 	Cells   []CellProvenance `json:"cells,omitempty"`
-	// Start marks the first row of a decision's audit log, written with
-	// the decision (auditRow); it is never stored with a draft.
-	Start bool `json:"-"`
 }
 
 // errProvFrame reports an envelope whose framing is damaged: the
@@ -299,9 +298,7 @@ func readProvRecord(meta []byte) (*provRecord, error) {
 		return nil, fmt.Errorf("provenance record of version %d; this build reads %d", rec.V, provVersion)
 	}
 	for _, c := range rec.Cells {
-		switch c.Kind {
-		case CellMark, CellChoice, CellText:
-		default:
+		if !c.Kind.known() {
 			return nil, fmt.Errorf("provenance record: unknown cell kind %q", c.Kind)
 		}
 	}
@@ -354,7 +351,7 @@ func (t *txn) stageEdit(id string, rec *provRecord) error {
 		t.edits = map[string]*provRecord{}
 	}
 	t.edits[id] = rec
-	return t.appendAudit(id, rec)
+	return t.appendAudit(id, auditRowOf(rec))
 }
 
 // wholeRecord is the record a snapshot of decision id is stored with: the

@@ -287,16 +287,44 @@ func appendSequenced(b *bolt.Bucket, bp string, v []byte) error {
 	return nil
 }
 
-// checkAudit walks doc's audit logs against the layout, reading no value.
-func checkAudit(tx *bolt.Tx, doc string) (err error) {
+// auditPath is the path of doc's audit bucket, as errors name it.
+func auditPath(doc string) string {
+	return path(path(string(bucketDocs), []byte(doc)), bucketAudit)
+}
+
+// auditBucket returns doc's audit bucket in tx, nil when it has none, and
+// its path.
+func auditBucket(tx *bolt.Tx, doc string) (*bolt.Bucket, string, error) {
 	docPath := path(string(bucketDocs), []byte(doc))
-	auditPath := path(docPath, bucketAudit)
-	defer recoverCorrupt(auditPath, &err)
-	d, err := child(tx.Bucket(bucketDocs), string(bucketDocs), []byte(doc))
+	ap := auditPath(doc)
+	docs := tx.Bucket(bucketDocs)
+	if docs == nil {
+		return nil, ap, nil
+	}
+	d, err := child(docs, string(bucketDocs), []byte(doc))
 	if d == nil || err != nil {
-		return err
+		return nil, ap, err
 	}
 	audit, err := child(d, docPath, bucketAudit)
+	return audit, ap, err
+}
+
+// auditRowError is the damage at key k, value v of the audit log b (at
+// bp), or nil.
+func auditRowError(b *bolt.Bucket, bp string, k, v []byte) error {
+	switch {
+	case isBucket(b, k, v):
+		return corrupt(bp, k, ErrNotValue)
+	case len(k) != 8:
+		return corrupt(bp, k, ErrAuditKey)
+	}
+	return nil
+}
+
+// checkAudit walks doc's audit logs against the layout, reading no value.
+func checkAudit(tx *bolt.Tx, doc string) (err error) {
+	defer recoverCorrupt(auditPath(doc), &err)
+	audit, auditPath, err := auditBucket(tx, doc)
 	if audit == nil || err != nil {
 		return err
 	}
@@ -308,11 +336,8 @@ func checkAudit(tx *bolt.Tx, doc string) (err error) {
 		b, bp := audit.Bucket(k), path(auditPath, k)
 		rc := b.Cursor()
 		for rk, rv := rc.First(); rk != nil; rk, rv = rc.Next() {
-			switch {
-			case isBucket(b, rk, rv):
-				return corrupt(bp, rk, ErrNotValue)
-			case len(rk) != 8:
-				return corrupt(bp, rk, ErrAuditKey)
+			if err := auditRowError(b, bp, rk, rv); err != nil {
+				return err
 			}
 		}
 	}
@@ -322,18 +347,8 @@ func checkAudit(tx *bolt.Tx, doc string) (err error) {
 // readAudit returns up to limit rows of decision's audit log after
 // position after, within tx.
 func readAudit(tx *bolt.Tx, doc, decision string, after uint64, limit int) (rows []persist.AuditRow, err error) {
-	docPath := path(string(bucketDocs), []byte(doc))
-	auditPath := path(docPath, bucketAudit)
-	defer recoverCorrupt(auditPath, &err)
-	docs := tx.Bucket(bucketDocs)
-	if docs == nil {
-		return nil, nil
-	}
-	d, err := child(docs, string(bucketDocs), []byte(doc))
-	if d == nil || err != nil {
-		return nil, err
-	}
-	audit, err := child(d, docPath, bucketAudit)
+	defer recoverCorrupt(auditPath(doc), &err)
+	audit, auditPath, err := auditBucket(tx, doc)
 	if audit == nil || err != nil {
 		return nil, err
 	}
@@ -346,11 +361,8 @@ func readAudit(tx *bolt.Tx, doc, decision string, after uint64, limit int) (rows
 	binary.BigEndian.PutUint64(from[:], after+1)
 	c := b.Cursor()
 	for k, v := c.Seek(from[:]); k != nil && len(rows) < limit; k, v = c.Next() {
-		if isBucket(b, k, v) {
-			return nil, corrupt(bp, k, ErrNotValue)
-		}
-		if len(k) != 8 {
-			return nil, corrupt(bp, k, ErrAuditKey)
+		if err := auditRowError(b, bp, k, v); err != nil {
+			return nil, err
 		}
 		rows = append(rows, persist.AuditRow{Seq: binary.BigEndian.Uint64(k), Value: clone(v)})
 	}

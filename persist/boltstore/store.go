@@ -250,7 +250,7 @@ func (s *Store) ReadAudit(ctx context.Context, doc, decision string, after uint6
 		return nil, err
 	}
 	var rows []persist.AuditRow
-	err := s.view(path(path(string(bucketDocs), []byte(doc)), bucketAudit), func(tx *bolt.Tx) error {
+	err := s.view(auditPath(doc), func(tx *bolt.Tx) error {
 		var err error
 		rows, err = readAudit(tx, doc, decision, after, limit)
 		return err
