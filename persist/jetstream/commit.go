@@ -180,11 +180,18 @@ func (s *Store) publish(ctx context.Context, msgs []outMsg, expect *uint64) (*na
 		// server discards: sending the whole batch again, under a new id,
 		// cannot apply it twice.
 		unreached := errors.Is(err, natsjs.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
-		if !busy && !unreached {
+		// Incomplete: the leader got the commit but not every message
+		// before it. Those go without a reply, so one sent while the
+		// stream's interest was still reaching this server (an R3 stream
+		// just created or given a new leader) is dropped silently. The
+		// server applies nothing of an incomplete batch, so sending it
+		// again under a new id is safe.
+		incomplete := errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeIncompleteBatch
+		if !busy && !unreached && !incomplete {
 			return ack, err
 		}
-		// Too many open batches on the stream (other nodes write too), or
-		// nobody answered.
+		// Too many open batches on the stream (other nodes write too),
+		// nobody answered, or part of the batch was lost.
 		select {
 		case <-ctx.Done():
 			return nil, err
@@ -222,6 +229,11 @@ func (s *Store) publishOnce(ctx context.Context, msgs []outMsg, expect *uint64) 
 	}
 	panic("unreachable: a batch ends with its head")
 }
+
+// errCodeIncompleteBatch is the server's error code for a batch whose
+// commit arrived without all the messages before it
+// (JSAtomicPublishIncompleteBatchErr); nats.go has no constant for it.
+const errCodeIncompleteBatch natsjs.ErrorCode = 10176
 
 // errAckLost is the cause of a wait for an ack cut short because the
 // connection was lost and made again meanwhile.
