@@ -516,6 +516,18 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	if len(fresh) == 0 {
 		return nil, batchCheck{}, nil
 	}
+	// Changes the document already holds are neither checked, applied nor
+	// counted again: a replica that resends what the server already
+	// relayed must not make its budget (and so its rebases) grow.
+	if len(freshIdx) < len(chunks) {
+		kept := make([][]byte, 0, len(freshIdx))
+		var b []byte
+		for _, i := range freshIdx {
+			kept = append(kept, chunks[i])
+			b = append(b, chunks[i]...)
+		}
+		chunks, batch = kept, b
+	}
 	raw := d.amHeads()
 	bc, err := d.checkBatchObjects(chunks, raw, edit)
 	if err != nil {
@@ -545,13 +557,7 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 	}
 	d.advanceObjects(raw, bc.made)
 	d.addBudget(bc.ops, len(batch), len(fresh))
-	if len(freshIdx) == len(chunks) {
-		bc.fresh = batch
-	} else {
-		for _, i := range freshIdx {
-			bc.fresh = append(bc.fresh, chunks[i]...)
-		}
-	}
+	bc.fresh = batch
 	return fresh, bc, nil
 }
 

@@ -967,9 +967,13 @@ export class Client {
       // Changes the server sent before this reply may still be queued
       // (see handle): the reply's heads come after theirs, so they are
       // the ones to accept once the queue is applied.
+      // Until then the server is known to hold what it accepted before
+      // and what this edit sent: both, not the sent heads alone, or the
+      // next edit would send back every change applied since they were
+      // taken.
       const q = this.incoming.get(d.id);
       if (q && heads.length) q.heads = heads;
-      d.accepted = heads.length && knows(d, heads) ? heads : sent;
+      d.accepted = heads.length && knows(d, heads) ? heads : union(d.accepted, sent);
       settle(d);
     } else if (m.reset && m.doc && d.doc && d.accepted.length && !R.holds(srv = R.load(m.doc), d.accepted)) {
       // The edit was made against a history the server has since rebased
@@ -1663,6 +1667,15 @@ function noteHeads(d, heads) {
 function knows(d, heads) {
   for (const h of heads) if (!d.known.has(h)) return false;
   return true;
+}
+
+/**
+ * @param {string[]} a sorted heads
+ * @param {string[]} b sorted heads
+ * @returns {string[]} both, sorted, each once
+ */
+function union(a, b) {
+  return [...new Set([...a, ...b])].sort();
 }
 
 /**

@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import "fake-indexeddb/auto";
-import { Client, IndexedDBStorage, MemoryStorage, RefusedError, StorageError } from "../src/index.js";
+import { decode } from "@msgpack/msgpack";
+import WebSocket from "ws";
+import { Client, IndexedDBStorage, MemoryStorage, RefusedError, StorageError, automerge } from "../src/index.js";
 import { DEFINITION, TestServer, docName, eventually } from "./helpers.mjs";
 
 /** @type {TestServer} */
@@ -289,5 +291,81 @@ test("a stored decision the server no longer has is dropped, and connecting stil
     assert.equal(again.state(id).questions.why.text, "Kept.");
   } finally {
     again.stop();
+  }
+});
+
+/**
+ * A WebSocket that keeps the hash of every change the client sends in a
+ * question:edit, in order.
+ */
+function spySocket(/** @type {string[]} */ sent) {
+  return class extends WebSocket {
+    /** @param {any} data */
+    send(data) {
+      const m = decode(data);
+      if (m && m.kind === "question:edit" && m.changes) sent.push(...changeHashes(m.changes));
+      super.send(data);
+    }
+  };
+}
+
+/**
+ * The hashes of a batch of concatenated change chunks (magic, checksum,
+ * type, then the body's length as unsigned LEB128).
+ * @param {Uint8Array} batch
+ */
+function changeHashes(batch) {
+  const out = [];
+  for (let at = 0; at < batch.length; ) {
+    let len = 0;
+    let shift = 0;
+    let i = at + 9;
+    for (;;) {
+      const b = batch[i++];
+      len += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (b < 0x80) break;
+    }
+    out.push(automerge.decodeChange(batch.subarray(at, i + len)).hash);
+    at = i + len;
+  }
+  return out;
+}
+
+test("an edit carries only this member's changes, each once, also when replies overtake the changes received before them", async () => {
+  const [doc, id] = await fresh();
+  /** @type {string[]} */
+  const anaSent = [];
+  /** @type {string[]} */
+  const benSent = [];
+  const ana = await server.client(doc, "ana", { WebSocket: spySocket(anaSent) });
+  const ben = await server.client(doc, "ben", { WebSocket: spySocket(benSent) });
+  // Hold ana's received changes as long as the client ever holds them, so
+  // that replies to her edits arrive before the changes of ben's that the
+  // server accepted first.
+  Object.defineProperty(ana, "applied", { get: () => ({ end: performance.now() + 60_000, took: 0 }), set() {} });
+  try {
+    await ana.open(id);
+    await ben.open(id);
+    const cells = ["pg/cost", "pg/ops", "sq/cost", "sq/ops"];
+    const values = ["yes", "partly", "no"];
+    for (let i = 0; i < 60; i++) {
+      const [o, c] = cells[i % 4].split("/");
+      ben.setMark(id, "db", o, c, values[i % 3]);
+      ana.setText(id, "why", `round ${i}`);
+      await new Promise((r) => setTimeout(r, i % 7));
+    }
+    await eventually(() => {
+      const a = ana.state(id);
+      const b = ben.state(id);
+      return a?.questions.why.text === "round 59" && b?.questions.why.text === "round 59" &&
+        cells.every((k) => a.questions.db.marks[k] === b.questions.db.marks[k]) && !a.unsent && !b.unsent;
+    }, "both members to converge with nothing unsent");
+    const bens = new Set(benSent);
+    assert.deepEqual(anaSent.filter((h) => bens.has(h)), [], "ana sent changes of ben's back to the server");
+    assert.equal(new Set(anaSent).size, anaSent.length, "ana sent a change twice");
+  } finally {
+    ana.stop();
+    ben.stop();
   }
 });

@@ -145,7 +145,8 @@ export function holds(doc: A.Doc<any>, heads: string[]): boolean;
  * connection), which the rebase change's message names as a clock
  * ("rebase\n" then "actor:seq" per actor; docs/PROTOCOL.md, Rebase).
  * Carried from there, those changes are not made a second time. It reads
- * both histories, so it runs only when a rebased document arrives.
+ * next's history and old's changes beyond accepted, so it runs only when a
+ * rebased document arrives.
  * @param {A.Doc<any>} old
  * @param {string[]} accepted
  * @param {A.Doc<any>} next
