@@ -6,6 +6,7 @@ import "fake-indexeddb/auto";
 import { decode } from "@msgpack/msgpack";
 import WebSocket from "ws";
 import { Client, IndexedDBStorage, MemoryStorage, RefusedError, StorageError, automerge } from "../src/index.js";
+import { warmUp } from "../src/replica.js";
 import { DEFINITION, TestServer, docName, eventually } from "./helpers.mjs";
 
 /** @type {TestServer} */
@@ -368,4 +369,15 @@ test("an edit carries only this member's changes, each once, also when replies o
     ana.stop();
     ben.stop();
   }
+});
+
+test("init's warm-up runs the replica's edit and apply path in slices and leaves the event loop free between them", async () => {
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 1);
+  try {
+    assert.equal(await warmUp(64), 64);
+  } finally {
+    clearInterval(timer);
+  }
+  assert.ok(ticks > 0, "no timer ran while the warm-up did");
 });

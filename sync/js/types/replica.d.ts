@@ -5,6 +5,19 @@
  */
 export function init(wasm: any): Promise<void>;
 /**
+ * Runs the replica's hot path (a local edit of a mark and a written
+ * answer, its changes, applying them to another replica) rounds times on a
+ * scratch document, a few rounds per task, in idle time. V8 first runs
+ * automerge's WebAssembly with a quick baseline compiler and optimises a
+ * function only once it is hot, on other threads; without this, the first
+ * second of received edits after a page opens pays that compilation (on a
+ * 2-core machine, both cores for most of a second), and every edit
+ * received meanwhile waits. Resolves with the rounds run.
+ * @param {number} rounds
+ * @returns {Promise<number>}
+ */
+export function warmUp(rounds: number): Promise<number>;
+/**
  * A fresh actor id: 16 random bytes, hex, first byte never zero. automerge
  * 0.5 (the server's core) has been seen to write saves it cannot load again
  * for short or zero-prefixed actor ids; crdt.NewActorID mints the same form.
