@@ -46,13 +46,19 @@ const (
 	// past CompactOps operations, and CompactRatio times what a fresh
 	// history of its state holds. automerge's cost per call, on the
 	// server and in every replica (an apply, a save, a load), grows with
-	// the operations a document holds, deleted characters and overwritten
-	// registers included: a counter-like answer rewritten a few
-	// characters at a time, 5,000 times, costs a replica 7.6 ms per
-	// received change, against 1.2 ms after 300. Rebasing every few
-	// thousand operations of churn keeps that cost flat.
-	CompactOps   = 1 << 12
-	CompactRatio = 8
+	// the operations of the objects it touches, deleted characters and
+	// overwritten registers included: applying one small edit of a text
+	// costs a JavaScript replica about 0.1 ms at 200 changes of that
+	// text's history and 0.8 ms at 1,000. A rebase costs each replica one
+	// load of the values (about 1 ms for a decision of a few hundred), and
+	// a writer with an edit in flight one refusal as stale and a resend;
+	// the apply cost that a thousand operations of churn add to every
+	// replica is far more than that, so rebasing after about a thousand
+	// keeps both small (in the harness's W2 of 2,000 writes at 16
+	// writers, 4,096 and 8 gave 222 writes/s and 430 µs of client CPU per
+	// received change, these 285-298 and 321-375).
+	CompactOps   = 1 << 10
+	CompactRatio = 3
 )
 
 // Budget is what Load would count of a document as the authority stores it

@@ -217,13 +217,13 @@ func TestOutgrown(t *testing.T) {
 		live int
 		want bool
 	}{
-		{Budget{Ops: CompactOps}, 10, false},                                   // not past the floor
-		{Budget{Ops: CompactOps + 1}, 10, true},                                // churn past the floor
-		{Budget{Ops: 100_000}, 100_000/CompactRatio - 1, true},                 // just past the ratio
-		{Budget{Ops: 100_000}, 100_000 / CompactRatio, false},                  // values are most of it
-		{Budget{Ops: 10_000, BaseOps: 5_000}, 10, false},                       // the last rebase left 5,000
-		{Budget{Ops: 10_001, BaseOps: 5_000}, 10, true},                        // twice that
-		{Budget{Ops: RebaseOps + 1, BaseOps: RebaseOps / 2}, RebaseOps, false}, // big values
+		{Budget{Ops: CompactOps}, 10, false},                                       // not past the floor
+		{Budget{Ops: CompactOps + 1}, 10, true},                                    // churn past the floor
+		{Budget{Ops: 100_000}, 100_000/CompactRatio - 1, true},                     // just past the ratio
+		{Budget{Ops: 100_000}, (100_000 + CompactRatio - 1) / CompactRatio, false}, // values are most of it
+		{Budget{Ops: 10_000, BaseOps: 5_000}, 10, false},                           // the last rebase left 5,000
+		{Budget{Ops: 10_001, BaseOps: 5_000}, 10, true},                            // twice that
+		{Budget{Ops: RebaseOps + 1, BaseOps: RebaseOps / 2}, RebaseOps, false},     // big values
 	} {
 		if got := c.b.Outgrown(c.live); got != c.want {
 			t.Errorf("%+v with %d live: Outgrown = %v, want %v", c.b, c.live, got, c.want)

@@ -752,10 +752,13 @@ export class Client {
       d.known = new Set(heads);
       return "loaded";
     }
+    // Nothing local beyond what the server accepted (always so for a
+    // member who only reads): the server's document holds all of it.
+    const nothingLocal = !d.inflight && covers(d.accepted, R.heads(old));
     // A whole document is rare (a first load, a catch-up too long for
     // changes, a reset): hasHeads' cost is paid here, not per change.
     if (R.holds(srv, d.accepted)) {
-      if (!d.inflight && same(R.heads(old), d.accepted)) {
+      if (nothingLocal) {
         // Nothing local beyond what the server accepted: the server's
         // document already holds all of it, so it replaces the replica
         // (merging would apply every missed change once more).
@@ -770,7 +773,8 @@ export class Client {
       noteHeads(d, A.getHeads(d.doc));
       return "merged";
     }
-    const { doc, carried } = d.record.status === "open" ? R.carryOver(old, R.carryBase(old, d.accepted, srv), srv) : { doc: srv, carried: 0 };
+    // A rebased document: with nothing to carry, it is taken as it is.
+    const { doc, carried } = d.record.status === "open" && !nothingLocal ? R.carryOver(old, R.carryBase(old, d.accepted, srv), srv) : { doc: srv, carried: 0 };
     d.doc = doc;
     d.accepted = heads;
     d.known = new Set(heads);
@@ -1667,6 +1671,16 @@ function noteHeads(d, heads) {
 function knows(d, heads) {
   for (const h of heads) if (!d.known.has(h)) return false;
   return true;
+}
+
+/**
+ * Whether every one of heads is in accepted (which may also name some of
+ * their ancestors, see editReply).
+ * @param {string[]} accepted
+ * @param {string[]} heads
+ */
+function covers(accepted, heads) {
+  return heads.every((h) => accepted.includes(h));
 }
 
 /**

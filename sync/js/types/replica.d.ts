@@ -6,7 +6,8 @@
 export function init(wasm: any): Promise<void>;
 /**
  * Runs the replica's hot path (a local edit of a mark and a written
- * answer, its changes, applying them to another replica) rounds times on a
+ * answer, its changes, applying them to another replica, and now and then
+ * loading a whole document) rounds times on a
  * scratch document, a few rounds per task, in idle time. V8 first runs
  * automerge's WebAssembly with a quick baseline compiler and optimises a
  * function only once it is hot, on other threads; without this, the first
