@@ -186,30 +186,119 @@ func first(choices []string) string {
 	return choices[0]
 }
 
-// respliced returns the splice of target that makes the edit the
+// respliced returns the splice of target that makes there the change the
 // smallest splice from accepted to local makes. target is accepted as
-// others have edited it since (often accepted itself): when their edits,
-// seen as the smallest splice from accepted to target, lie wholly before
-// or after the replica's span, the replica's splice moves with them; when
-// the two overlap, the replica's text wins: the splice turns target into
-// local. Positions count code points, as crdt.SpliceText's do.
+// others have edited it since (often accepted itself): the replica's span
+// moves past each of their edits before it, and every edit of theirs
+// elsewhere stays; only where theirs changed the same span does the
+// replica's text win, over both changes' extent. Two insertions at one
+// point: the replica's goes after theirs, as the page's carry-over places
+// it. Positions count code points, as crdt.SpliceText's do.
 func respliced(accepted, local, target string) (pos, del int, ins string) {
 	a, l, t := []rune(accepted), []rune(local), []rune(target)
-	p, s := span(a, l)   // the replica replaced a[p:len(a)-s] with l[p:len(l)-s]
-	op, os := span(a, t) // others replaced a[op:len(a)-os]
-	end, oend := len(a)-s, len(a)-os
-	// Two insertions at one point: the replica's goes after theirs, as the
-	// page's carry-over places it.
-	samePoint := p == end && op == oend && p == op
-	switch {
-	case slices.Equal(a, t) || (end <= op && !samePoint):
-		return p, end - p, string(l[p : len(l)-s])
-	case p >= oend:
-		shift := len(t) - len(a)
-		return p + shift, end - p, string(l[p : len(l)-s])
+	p, s := span(a, l) // the replica replaced a[p:end] with l[p:len(l)-s]
+	end := len(a) - s
+	theirs, ok := edits(a, t, maxTheirEdits)
+	if !ok {
+		op, os := span(a, t)
+		theirs = []textEdit{{at: op, del: len(a) - op - os, ins: t[op : len(t)-os]}}
 	}
-	p, s = span(t, l)
-	return p, len(t) - p - s, string(l[p : len(l)-s])
+	from, to, shift, grow := p, end, 0, 0
+	for _, h := range theirs {
+		hEnd := h.at + h.del
+		switch {
+		case hEnd <= p && !(h.at == p && h.del > 0):
+			shift += len(h.ins) - h.del
+		case h.at >= end && !(h.at == end && h.del == 0 && p == end):
+			// after the replica's span, as are all that follow
+		default:
+			from, to = min(from, h.at), max(to, hEnd)
+			grow += len(h.ins) - h.del
+		}
+	}
+	text := slices.Concat(a[from:p], l[p:len(l)-s], a[end:to])
+	return from + shift, to - from + grow, string(text)
+}
+
+// maxTheirEdits bounds the insertions and deletions between the accepted
+// text and the target that respliced places one by one; past it, their
+// edits count as one span.
+const maxTheirEdits = 512
+
+// textEdit replaces a[at:at+del] by ins, in a's positions.
+type textEdit struct {
+	at, del int
+	ins     []rune
+}
+
+// edits returns the edits turning a into b, in order, found by Myers'
+// O(ND) difference algorithm between their common prefix and suffix; ok
+// is false when they are more than max insertions and deletions apart.
+func edits(a, b []rune, max int) (out []textEdit, ok bool) {
+	p, s := span(a, b)
+	x0, y0 := a[p:len(a)-s], b[p:len(b)-s]
+	n, m := len(x0), len(y0)
+	if n+m == 0 {
+		return nil, true
+	}
+	off := max + 1
+	v := make([]int, 2*max+3)
+	var trace [][]int
+	found := false
+	for d := 0; d <= max && !found; d++ {
+		trace = append(trace, slices.Clone(v))
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && x0[x] == y0[y] {
+				x, y = x+1, y+1
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	// Walk back from the end; each step deletes x0[x] or inserts y0[y] at x.
+	x, y := n, m
+	for d := len(trace) - 1; d > 0; d-- {
+		tv, k := trace[d], x-y
+		pk := k - 1
+		if k == -d || (k != d && tv[off+k-1] < tv[off+k+1]) {
+			pk = k + 1
+		}
+		px := tv[off+pk]
+		py := px - pk
+		for x > px && y > py {
+			x, y = x-1, y-1
+		}
+		last := len(out) - 1
+		switch {
+		case x == px && last >= 0 && out[last].at == px:
+			out[last].ins = slices.Insert(out[last].ins, 0, y0[py])
+		case x == px:
+			out = append(out, textEdit{at: px, ins: []rune{y0[py]}})
+		case last >= 0 && out[last].at == px+1:
+			out[last].at, out[last].del = px, out[last].del+1
+		default:
+			out = append(out, textEdit{at: px, del: 1})
+		}
+		x, y = px, py
+	}
+	slices.Reverse(out)
+	for i := range out {
+		out[i].at += p
+	}
+	return out, true
 }
 
 // span returns the lengths of the longest common prefix of a and b and of

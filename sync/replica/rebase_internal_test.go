@@ -18,6 +18,11 @@ func TestRespliced(t *testing.T) {
 		{"hello world", "hello brave world", ">hello world", ">hello brave world"},
 		{"hello world", "hello", "Oh, hello world", "Oh, hello"},
 		{"hello world", "hello there", "hello wide world", "hello there"}, // overlap: the replica's text wins
+		{"hello world", "hello there", "hello, world", "hello, there"},
+		{"abcdef", "aXf", "abcYef", "aXf"},
+		{"1:1\n2:1\n3:1\n", "1:1\n2:2\n3:1\n", "1:5\n2:1\n3:7\n", "1:5\n2:2\n3:7\n"}, // one line per writer
+		{"hello world", "hello brave world", "HELLO world", "HELLO brave world"},
+		{"abc", "abXc", "abYc", "abYXc"}, // two insertions at one point: the replica's after theirs
 		{"", "new", "", "new"},
 		{"", "new", "other", "othernew"},
 		{"abc", "", "abcd", "d"},
@@ -517,4 +522,54 @@ func TestCarrySkipsWhatTheRebaseHolds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResplicedKeepsTheirEditsElsewhere: when the replica's edit and up to
+// five edits of others lie apart (a character at least between any two),
+// the carried splice gives the text both would give made one after the
+// other. Every character is distinct, so that each edit has one place.
+func TestResplicedKeepsTheirEditsElsewhere(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := make([]rune, rapid.IntRange(8, 200).Draw(t, "length"))
+		for i := range base {
+			base[i] = rune(0x4e00 + i)
+		}
+		fresh := rune(0x3041)
+		word := func(label string) []rune {
+			w := make([]rune, rapid.IntRange(0, 3).Draw(t, label))
+			for i := range w {
+				w[i], fresh = fresh, fresh+1
+			}
+			return w
+		}
+		mp := rapid.IntRange(2, len(base)-3).Draw(t, "at")
+		md := rapid.IntRange(0, min(2, len(base)-mp-2)).Draw(t, "del")
+		all := []textEdit{{at: mp, del: md, ins: word("ins")}}
+		for i := range rapid.IntRange(1, 5).Draw(t, "theirs") {
+			at := rapid.IntRange(0, len(base)).Draw(t, fmt.Sprint("their at ", i))
+			del := rapid.IntRange(0, min(2, len(base)-at)).Draw(t, fmt.Sprint("their del ", i))
+			if slices.ContainsFunc(all, func(e textEdit) bool { return at <= e.at+e.del+1 && e.at <= at+del+1 }) {
+				continue
+			}
+			all = append(all, textEdit{at: at, del: del, ins: word(fmt.Sprint("their ins ", i))})
+		}
+		apply := func(es []textEdit) string {
+			out := slices.Clone(base)
+			es = slices.Clone(es)
+			slices.SortFunc(es, func(x, y textEdit) int { return y.at - x.at })
+			for _, e := range es {
+				out = slices.Replace(out, e.at, e.at+e.del, e.ins...)
+			}
+			return string(out)
+		}
+		local, target, want := apply(all[:1]), apply(all[1:]), apply(all)
+		if local == string(base) {
+			return
+		}
+		pos, del, ins := respliced(string(base), local, target)
+		r := []rune(target)
+		if got := string(r[:pos]) + ins + string(r[pos+del:]); got != want {
+			t.Fatalf("respliced(%q, %q, %q) gives %q, want %q", string(base), local, target, got, want)
+		}
+	})
 }

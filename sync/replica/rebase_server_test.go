@@ -68,6 +68,12 @@ func TestRebaseThroughTheServer(t *testing.T) {
 			t.Fatalf("replacement %d: %v", i, err)
 		}
 	}
+	// Ben adds to the text he sees: the last replacement, once it is here
+	// (a splice made on an older text would add his text beside Ana's).
+	eventually(t, "ben holds the last replacement", func() bool {
+		d, _, err := ben.Draft(id)
+		return err == nil && d.Questions["note"].Text == last
+	})
 	if err := ben.SetText(id, "note", last+" Ben was here."); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,12 @@ import * as esbuild from "esbuild";
 
 /** Gzipped bytes of the bundle with its dependencies; raise it deliberately. */
 const BUDGET = 36 * 1024;
-/** Gzipped bytes of the package's own code. */
-const OWN_BUDGET = 13 * 1024;
+/**
+ * Gzipped bytes of the package's own code. 14 KiB since a rebase's carry
+ * places a written answer's change among others' edits one by one (a
+ * difference algorithm, about 0.6 KiB) and init warms automerge.
+ */
+const OWN_BUDGET = 14 * 1024;
 
 /**
  * @param {string[]} external

@@ -193,6 +193,24 @@ export function carryOver(old: A.Doc<any>, accepted: string[], next: A.Doc<any>)
     carried: number;
 };
 /**
+ * The splice of theirs (positions in UTF-16 code units) that makes the
+ * change from base to mine there: mine's one changed span, moved past
+ * each place theirs changed before it. Only where theirs changed the same
+ * span does mine win, over both changes' extent; every other change of
+ * theirs stays. Two insertions at one point: mine goes after theirs.
+ * Null when mine is base. When theirs is more than MAX_THEIR_EDITS
+ * characters away from base, its changes count as one span.
+ * @param {string} base
+ * @param {string} mine
+ * @param {string} theirs
+ * @returns {{pos: number, del: number, ins: string}|null}
+ */
+export function respliced(base: string, mine: string, theirs: string): {
+    pos: number;
+    del: number;
+    ins: string;
+} | null;
+/**
  * Creates a decision document from scratch with the layout above, as the
  * server would (used by the interoperability test: a document made by
  * automerge 3 must load in Go).
@@ -213,6 +231,15 @@ export { A };
 /** @typedef {{text: string, choices: string[], marks: Record<string, string|null>}} QuestionDraft */
 /** @typedef {{v: number, generation: number, questions: Record<string, QuestionShape>, appended: Record<string, {kind: string, question: string, id: string}>, drafts: Record<string, Record<string, QuestionDraft>>}} DocState */
 export const MARKS: readonly ["yes", "partly", "no"];
+/**
+ * a replacement
+ * of a[at, at+del) by ins, in a's positions
+ */
+export type Edit = {
+    at: number;
+    del: number;
+    ins: string[];
+};
 export type Item = {
     id: string;
     label: string;
