@@ -206,10 +206,12 @@ func respliced(accepted, local, target string) (pos, del int, ins string) {
 	from, to, shift, grow := p, end, 0, 0
 	for _, h := range theirs {
 		hEnd := h.at + h.del
+		// An insertion at the replica's start goes before it, even when the
+		// replica's is one at the same point; one at its end goes after it.
 		switch {
-		case hEnd <= p && !(h.at == p && h.del > 0):
+		case hEnd <= p:
 			shift += len(h.ins) - h.del
-		case h.at >= end && !(h.at == end && h.del == 0 && p == end):
+		case h.at >= end:
 			// after the replica's span, as are all that follow
 		default:
 			from, to = min(from, h.at), max(to, hEnd)
@@ -233,19 +235,19 @@ type textEdit struct {
 
 // edits returns the edits turning a into b, in order, found by Myers'
 // O(ND) difference algorithm between their common prefix and suffix; ok
-// is false when they are more than max insertions and deletions apart.
-func edits(a, b []rune, max int) (out []textEdit, ok bool) {
+// is false when they are more than limit insertions and deletions apart.
+func edits(a, b []rune, limit int) (out []textEdit, ok bool) {
 	p, s := span(a, b)
 	x0, y0 := a[p:len(a)-s], b[p:len(b)-s]
 	n, m := len(x0), len(y0)
 	if n+m == 0 {
 		return nil, true
 	}
-	off := max + 1
-	v := make([]int, 2*max+3)
+	off := limit + 1
+	v := make([]int, 2*limit+3)
 	var trace [][]int
 	found := false
-	for d := 0; d <= max && !found; d++ {
+	for d := 0; d <= limit && !found; d++ {
 		trace = append(trace, slices.Clone(v))
 		for k := -d; k <= d; k += 2 {
 			var x int
