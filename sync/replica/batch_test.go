@@ -30,6 +30,7 @@ type heldConn struct {
 	done chan struct{}
 	once sync.Once
 
+	smu   sync.Mutex // held by release while it passes frames on
 	mu    sync.Mutex
 	queue []frame
 	open  bool // pass everything through
@@ -73,6 +74,11 @@ func (c *heldConn) poke() {
 // release lets up to n held frames through at once; -1 lets everything
 // through from now on.
 func (c *heldConn) release(n int) {
+	// One release at a time, so that frames reach the replica in the order
+	// they arrived: the test's final release(-1) and deliver's, woken by a
+	// frame read meanwhile, would otherwise interleave their sends.
+	c.smu.Lock()
+	defer c.smu.Unlock()
 	c.mu.Lock()
 	if n < 0 {
 		c.open = true
