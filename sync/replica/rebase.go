@@ -198,13 +198,8 @@ func respliced(accepted, local, target string) (pos, del int, ins string) {
 	a, l, t := []rune(accepted), []rune(local), []rune(target)
 	p, s := span(a, l) // the replica replaced a[p:end] with l[p:len(l)-s]
 	end := len(a) - s
-	theirs, ok := edits(a, t, maxTheirEdits)
-	if !ok {
-		op, os := span(a, t)
-		theirs = []textEdit{{at: op, del: len(a) - op - os, ins: t[op : len(t)-os]}}
-	}
 	from, to, shift, grow := p, end, 0, 0
-	for _, h := range theirs {
+	for _, h := range edits(a, t, maxTheirEdits) {
 		hEnd := h.at + h.del
 		// An insertion at the replica's start goes before it, even when the
 		// replica's is one at the same point; one at its end goes after it.
@@ -234,14 +229,15 @@ type textEdit struct {
 }
 
 // edits returns the edits turning a into b, in order, found by Myers'
-// O(ND) difference algorithm between their common prefix and suffix; ok
-// is false when they are more than limit insertions and deletions apart.
-func edits(a, b []rune, limit int) (out []textEdit, ok bool) {
+// O(ND) difference algorithm between their common prefix and suffix; when
+// they are more than limit insertions and deletions apart, the one edit
+// between prefix and suffix.
+func edits(a, b []rune, limit int) (out []textEdit) {
 	p, s := span(a, b)
 	x0, y0 := a[p:len(a)-s], b[p:len(b)-s]
 	n, m := len(x0), len(y0)
 	if n+m == 0 {
-		return nil, true
+		return nil
 	}
 	off := limit + 1
 	v := make([]int, 2*limit+3)
@@ -268,7 +264,7 @@ func edits(a, b []rune, limit int) (out []textEdit, ok bool) {
 		}
 	}
 	if !found {
-		return nil, false
+		return []textEdit{{at: p, del: n, ins: y0}}
 	}
 	// Walk back from the end; each step deletes x0[x] or inserts y0[y] at x.
 	x, y := n, m
@@ -300,7 +296,7 @@ func edits(a, b []rune, limit int) (out []textEdit, ok bool) {
 	for i := range out {
 		out[i].at += p
 	}
-	return out, true
+	return out
 }
 
 // span returns the lengths of the longest common prefix of a and b and of
