@@ -54,7 +54,7 @@ func splitChunks(batch []byte) ([][]byte, error) {
 // panics on the next sync message or incremental save). It returns the
 // hashes of the changes new to d, their indices in chunks, and the
 // per-actor counts after them.
-func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uint64, error) {
+func (d *Doc) checkChanges(chunks [][]byte) ([]checkedChange, []int, map[string]uint64, error) {
 	parsed, err := parseChangeList(chunks)
 	if err != nil {
 		return nil, nil, nil, err
@@ -67,7 +67,7 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uin
 	for _, c := range parsed {
 		inBatch[c.hash] = true
 	}
-	var fresh []ChangeHash
+	var fresh []checkedChange
 	var idx []int
 	for i, c := range parsed {
 		for _, dep := range c.deps {
@@ -76,7 +76,7 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uin
 			}
 		}
 		if !d.Has(Heads{c.hash}) {
-			fresh = append(fresh, c.hash)
+			fresh = append(fresh, c)
 			idx = append(idx, i)
 		}
 	}
@@ -89,6 +89,36 @@ func (d *Doc) checkChanges(chunks [][]byte) ([]ChangeHash, []int, map[string]uin
 		return nil, nil, nil, err
 	}
 	return fresh, idx, counts, nil
+}
+
+// headsAfter returns the heads a document at heads before must have once
+// the fresh changes (none of which it held) are applied: before and the
+// fresh changes, less every change one of them depends on. automerge
+// parks a change whose dependencies it lacks, unapplied and unseen; a
+// parked change that no fresh change depends on is one of these heads and
+// would be missing from automerge's, and a parked change that one
+// depends on parks that one too, so comparing heads proves the whole
+// batch applied, without asking automerge for each change (a copy of the
+// change per ask, and C memory that only a finalizer frees).
+func headsAfter(before []ChangeHash, fresh []checkedChange) Heads {
+	dep := make(map[ChangeHash]bool)
+	for _, c := range fresh {
+		for _, h := range c.deps {
+			dep[h] = true
+		}
+	}
+	out := make(Heads, 0, len(before)+1)
+	for _, h := range before {
+		if !dep[h] {
+			out = append(out, h)
+		}
+	}
+	for _, c := range fresh {
+		if !dep[c.hash] {
+			out = append(out, c.hash)
+		}
+	}
+	return sortHeads(out)
 }
 
 // seqCounts returns how many changes of each actor the document holds,

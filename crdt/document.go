@@ -387,18 +387,6 @@ func (d *Doc) Has(heads Heads) bool {
 	return true
 }
 
-// amHas asks automerge itself (not the known set) whether it holds every
-// change of hs: ApplyChanges uses it to prove automerge applied a batch
-// rather than parking part of it.
-func (d *Doc) amHas(hs []ChangeHash) bool {
-	for _, h := range hs {
-		if _, err := d.am.Change(automerge.ChangeHash(h)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // ChangesSince returns the changes made after heads, encoded as one batch
 // (each change in automerge's binary form, concatenated). Empty heads
 // return every change.
@@ -543,22 +531,26 @@ func (d *Doc) applyBatch(batch []byte, edit bool) ([]ChangeHash, batchCheck, err
 		}
 		return nil, batchCheck{}, amError("apply changes", err)
 	}
-	if !d.amHas(fresh) {
+	if !d.Heads().Equal(headsAfter(raw, fresh)) {
 		if err := d.Rollback(before); err != nil {
 			return nil, batchCheck{}, err
 		}
 		return nil, batchCheck{}, errorf(ErrMalformed, "changes were not applied")
 	}
+	hashes := make([]ChangeHash, len(fresh))
+	for i, c := range fresh {
+		hashes[i] = c.hash
+	}
 	d.seqs = counts
 	if d.known != nil {
-		for _, h := range fresh {
+		for _, h := range hashes {
 			d.known[h] = true
 		}
 	}
 	d.advanceObjects(raw, bc.made)
 	d.addBudget(bc.ops, len(batch), len(fresh))
 	bc.fresh = batch
-	return fresh, bc, nil
+	return hashes, bc, nil
 }
 
 // Rollback drops every change made after heads, by rebuilding d from its
