@@ -218,14 +218,11 @@ func fanOut(cs []*client, writer *client, writes int, seenMu *sync.Mutex, last m
 	sent := map[string]time.Time{}
 	for i := range writes {
 		t0 := time.Now()
-		key, err := writer.mark(i)
+		key, err := writer.write(i, 10*time.Second)
 		if err != nil {
 			return nil, 0, err
 		}
 		sent[key] = t0
-		if _, err := writer.reply(10 * time.Second); err != nil {
-			return nil, 0, err
-		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -247,7 +244,7 @@ func fanOut(cs []*client, writer *client, writes int, seenMu *sync.Mutex, last m
 // writes per second until all hold the same heads.
 func throughput(cs []*client, per int) (float64, error) {
 	start := time.Now()
-	if err := writeEach(cs, per); err != nil {
+	if err := writeEach(cs, 0, per); err != nil {
 		return 0, err
 	}
 	if !waitSame(cs, 60*time.Second) {
@@ -257,18 +254,14 @@ func throughput(cs []*client, per int) (float64, error) {
 }
 
 // writeEach has every client make per marks at once, each waiting for its
-// reply before the next.
-func writeEach(cs []*client, per int) error {
+// reply before the next; cs[i] writes as the first+i-th writer of the run.
+func writeEach(cs []*client, first, per int) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(cs))
 	for wi, cl := range cs {
 		wg.Go(func() {
 			for i := range per {
-				if _, err := cl.mark(wi*7 + i); err != nil {
-					errc <- err
-					return
-				}
-				if _, err := cl.reply(60 * time.Second); err != nil {
+				if _, err := cl.write((first+wi)*7+i, 60*time.Second); err != nil {
 					errc <- err
 					return
 				}

@@ -201,3 +201,54 @@ func (h dropWatch) Handle(_ context.Context, r slog.Record) error {
 }
 func (h dropWatch) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h dropWatch) WithGroup(string) slog.Handler      { return h }
+
+// TestWritersThroughRebases: writers that overwrite the matrix's cells far
+// past the decision's rebase threshold have edits in flight refused as
+// stale when the server rebases; each makes its write again on the
+// rebased document; every client, a reader too, takes the rebased
+// document in place of its own (never merging the history the rebase
+// dropped back in), and all end with the same heads and draft. The load command's throughput runs are
+// this, with more writers.
+func TestWritersThroughRebases(t *testing.T) {
+	srv, err := server.New(server.Options{
+		Store: memstore.New(),
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c := &child{addr: strings.TrimPrefix(hs.URL, "http://")}
+	if _, err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connectAll(c, 5, nil) // four writers and a reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(cs)
+	const per = 400 // 1,600 marks on 50 cells: more than a thousand overwritten
+	if err := writeEach(cs[:4], 0, per); err != nil {
+		t.Fatal(err)
+	}
+	if !waitSame(cs, 20*time.Second) {
+		t.Fatalf("no convergence: %s / %s / %s / %s / %s", cs[0].heads(), cs[1].heads(), cs[2].heads(), cs[3].heads(), cs[4].heads())
+	}
+	for _, cl := range cs {
+		cl.mu.Lock()
+		n := cl.doc.Budget().Changes
+		cl.mu.Unlock()
+		if n >= 4*per {
+			t.Fatalf("%s's history holds %d changes after %d writes: no rebase, or its history merged back", cl.name, n, 4*per)
+		}
+	}
+	d0 := cs[0].draft()
+	for _, cl := range cs[1:] {
+		if !cl.draft().Equal(d0) {
+			t.Fatalf("%s's draft differs from %s's", cl.name, cs[0].name)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -58,7 +59,18 @@ func main() {
 	node := flag.String("node", "", "node name (with -serve -nats)")
 	lease := flag.Duration("lease", 2*time.Second, "lease TTL of the cluster nodes")
 	failClients := flag.Int("fail-clients", 16, "clients connected during the failover run")
+	procs := flag.Int("procs", 0, "driver processes the throughput runs' writers are spread over (0: one per 64 writers)")
+	driveFlag := flag.Bool("drive", false, "run as a driver child of a throughput run (procs.go)")
+	doc := flag.String("doc", "", "document (with -drive)")
+	first := flag.Int("first", 0, "index of the first writer (with -drive)")
 	flag.Parse()
+	if *driveFlag {
+		if err := drive(*addr, *doc, *first, parseInts(*writers)[0], *writes); err != nil {
+			fmt.Fprintln(os.Stderr, "driver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serve && *natsURLs != "" {
 		if err := runNode(*addr, *natsURLs, *node, *lease); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -87,7 +99,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(parseInts(*clients), *latencyWrites, parseInts(*writers), *writes, *missed, *kill); err != nil {
+	if err := run(parseInts(*clients), *latencyWrites, parseInts(*writers), *writes, *missed, *kill, *procs); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
@@ -379,9 +391,22 @@ func (cl *client) read() {
 		case *wire.Error:
 			fmt.Fprintf(os.Stderr, "%s: server error %s: %s\n", cl.name, f.Reason, f.Message)
 		case *wire.Reply:
+			var reset *crdt.Doc
+			if f.Reset && len(f.Doc) > 0 {
+				if reset, err = crdt.Load(f.Doc, nil, crdt.Options{}); err != nil {
+					fmt.Fprintln(os.Stderr, "load:", err)
+					return
+				}
+			}
 			cl.mu.Lock()
 			if cl.pending != nil && cl.pending.RID == f.RID {
 				cl.pending = nil
+			}
+			if reset != nil {
+				// A refused edit comes back with the server's document:
+				// the replica's own change is dropped with it.
+				cl.doc = reset
+				cl.noteKnown(f.Heads)
 			}
 			cl.mu.Unlock()
 			cl.replies <- f
@@ -392,11 +417,7 @@ func (cl *client) read() {
 				return
 			}
 			cl.mu.Lock()
-			if cl.doc != nil {
-				d.Merge(cl.doc)
-			}
-			cl.doc, cl.id = d, f.ID
-			cl.noteKnown(f.Heads)
+			cl.takeDoc(d, f.ID, f.Heads)
 			cl.mu.Unlock()
 			cl.readyOne.Do(func() { close(cl.ready) })
 		case *wire.Changes:
@@ -411,8 +432,12 @@ func (cl *client) read() {
 			}
 			cl.mu.Unlock()
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "apply:", err)
-				return
+				// Changes the replica cannot apply (they build on what it
+				// lacks): join again, as the page does, and the server
+				// sends what is missing, or the whole document.
+				fmt.Fprintf(os.Stderr, "%s: apply: %v; joining again\n", cl.name, err)
+				ws.Close()
+				continue
 			}
 			cl.applied.Add(1)
 			if cl.seen != nil {
@@ -423,6 +448,27 @@ func (cl *client) read() {
 	}
 }
 
+// takeDoc takes a decision's whole document from the server. One that
+// holds the heads the replica knows the server to have is the same
+// history, caught up: the replica's own change not yet accepted is merged
+// in. One the replica already holds entirely is older news. Any other is
+// a rebased history, which replaces the replica's document (merging would
+// bring the history the rebase dropped back); the edit in flight against
+// the old one is then refused as stale and made again (write). The caller
+// holds cl.mu.
+func (cl *client) takeDoc(d *crdt.Doc, id string, heads []string) {
+	if cl.doc != nil && cl.id == id {
+		if h, err := crdt.ParseHeads(strings.Join(heads, ",")); err == nil && cl.doc.Has(h) {
+			return
+		}
+		if k, err := crdt.ParseHeads(strings.Join(cl.known, ",")); err == nil && len(k) > 0 && d.Has(k) {
+			d.Merge(cl.doc)
+		}
+	}
+	cl.doc, cl.id = d, id
+	cl.noteKnown(heads)
+}
+
 // noteKnown records heads the server sent as heads the replica holds, for
 // the hello of a redial. The caller holds cl.mu.
 func (cl *client) noteKnown(heads []string) {
@@ -431,17 +477,19 @@ func (cl *client) noteKnown(heads []string) {
 	}
 }
 
+// cellOf is the cell write i sets.
+func cellOf(i int) string { return marks.Key(fmt.Sprintf("o%d", i%10), fmt.Sprintf("c%d", (i/10)%5)) }
+
 // mark sets one cell and sends the edit; it returns the heads after the
 // change (the key other clients see it under) without waiting.
 func (cl *client) mark(i int) (string, error) {
 	cl.mu.Lock()
 	before := cl.doc.Heads()
-	opt := fmt.Sprintf("o%d", i%10)
-	crit := fmt.Sprintf("c%d", (i/10)%5)
-	err := cl.doc.SetMark("q1", opt, crit, marks.All[i%3])
+	cell, _ := marks.ParseKey(cellOf(i))
+	err := cl.doc.SetMark("q1", cell.Option, cell.Criterion, marks.All[i%3])
 	if err == nil && cl.doc.Heads().Equal(before) {
 		// Setting the value a cell already holds is no change at all.
-		err = cl.doc.SetMark("q1", opt, crit, marks.All[(i+1)%3])
+		err = cl.doc.SetMark("q1", cell.Option, cell.Criterion, marks.All[(i+1)%3])
 	}
 	var ch []byte
 	var after crdt.Heads
@@ -461,6 +509,24 @@ func (cl *client) mark(i int) (string, error) {
 	return after.String(), cl.send(e)
 }
 
+// write sets one cell (mark) and waits for the server to accept it,
+// making it again on the new history when it was refused as stale because
+// the server rebased the decision meanwhile. It returns the heads the
+// accepted write is known by.
+func (cl *client) write(i int, timeout time.Duration) (string, error) {
+	for {
+		key, err := cl.mark(i)
+		if err != nil {
+			return "", err
+		}
+		r, err := cl.reply(timeout)
+		if r != nil && r.Reason == question.Stale {
+			continue
+		}
+		return key, err
+	}
+}
+
 func (cl *client) reply(timeout time.Duration) (*wire.Reply, error) {
 	select {
 	case r := <-cl.replies:
@@ -473,6 +539,17 @@ func (cl *client) reply(timeout time.Duration) (*wire.Reply, error) {
 	case <-time.After(timeout):
 		return nil, fmt.Errorf("%s: no reply in %v", cl.name, timeout)
 	}
+}
+
+// draft reads the replica's current draft (empty when it cannot be read).
+func (cl *client) draft() crdt.Draft {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.doc == nil {
+		return crdt.Draft{}
+	}
+	d, _ := cl.doc.Draft()
+	return d
 }
 
 func (cl *client) heads() string {
@@ -574,7 +651,7 @@ func pct(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, missed, killWrites int) error {
+func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, missed, killWrites, procs int) error {
 	root, err := os.MkdirTemp("", "accord-load-")
 	if err != nil {
 		return err
@@ -604,8 +681,13 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 					if c := traced.Load(); c != nil {
 						frames, bytes = c.frames.Load(), c.bytes.Load()
 					}
-					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d goroutines %d frames received %d (%.1f MB)\n",
-						statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
+					// automerge's results are freed by finalizers: a queue
+					// that grows holds C memory the heap figure does not show.
+					fin := []metrics.Sample{{Name: "/gc/finalizers/queued:finalizers"}, {Name: "/gc/finalizers/executed:finalizers"}}
+					metrics.Read(fin)
+					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d finalizers waiting %d goroutines %d frames received %d (%.1f MB)\n",
+						statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, int64(fin[0].Value.Uint64()-fin[1].Value.Uint64()),
+						runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
 				}
 			}
 		}
@@ -648,16 +730,13 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			mu.Lock()
 			t0 := time.Now()
 			mu.Unlock()
-			key, err := w.mark(i)
+			key, err := w.write(i, 10*time.Second)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
 			sent[key] = t0
 			mu.Unlock()
-			if _, err := w.reply(10 * time.Second); err != nil {
-				return err
-			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -687,53 +766,31 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 
 	// Throughput: every writer at once until all converge, each writer
 	// count on a document of its own, so that its replicas hold only its
-	// own history.
+	// own history, and the writers in driver processes of their own
+	// (procs.go), so that the clients' cost is not this process's.
 	for _, n := range writerCounts {
 		srv.doc = fmt.Sprintf("writers-%d", n)
 		if _, err := setup(srv); err != nil {
 			return err
 		}
-		cs, err := connectAll(srv, n, nil)
+		per := writes / n
+		p := procs
+		if p <= 0 {
+			p = (n + 63) / 64
+		}
+		cpu0, sys0 := srv.usage()
+		res, err := throughputIn(srv, n, per, min(p, n))
 		if err != nil {
 			return err
 		}
-		per := writes / n
-		cpu0, sys0 := srv.usage()
-		frames0 := srv.frames.Load()
-		start := time.Now()
-		if err := writeEach(cs, per); err != nil {
-			return err
-		}
-		converged := false
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			h := cs[0].heads()
-			same := true
-			for _, cl := range cs[1:] {
-				if cl.heads() != h {
-					same = false
-					break
-				}
-			}
-			if same {
-				converged = true
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		el := time.Since(start)
 		cpu1, sys1 := srv.usage()
-		frames := srv.frames.Load() - frames0
 		status := "converged"
-		if !converged {
+		if !res.converged {
 			status = "DID NOT CONVERGE"
 		}
-		rc, rd := redialled(cs)
-		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s; %d writers dropped and reconnected, %d redials; clients' peak memory %.0f MB; server CPU %.0f µs, %.1f write syscalls and %.1f frames to clients per write) |\n",
-			n, per*n, float64(per*n)/el.Seconds(), status, ms(el), rc, rd, peakMB(),
-			float64((cpu1-cpu0).Microseconds())/float64(per*n), float64(sys1-sys0)/float64(per*n), float64(frames)/float64(per*n))
-		closeAll(cs)
-		release()
+		fmt.Printf("| writes/s to convergence, %d writers, %d writes | %.0f (%s in %s; %d writers dropped and reconnected, %d redials; clients' peak memory %.0f MB in %d processes, %.1f MB a writer; server CPU %.0f µs, %.1f write syscalls and %.1f frames to clients per write) |\n",
+			n, per*n, float64(per*n)/res.elapsed.Seconds(), status, ms(res.elapsed), res.dropped, res.redials, res.peakMB, min(p, n), res.peakMB/float64(n),
+			float64((cpu1-cpu0).Microseconds())/float64(per*n), float64(sys1-sys0)/float64(per*n), float64(res.frames)/float64(per*n))
 	}
 	srv.doc = ""
 
@@ -748,10 +805,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		oldDoc := away.doc
 		away.close()
 		for i := range missed {
-			if _, err := cs[0].mark(i); err != nil {
-				return err
-			}
-			if _, err := cs[0].reply(10 * time.Second); err != nil {
+			if _, err := cs[0].write(i, 10*time.Second); err != nil {
 				return err
 			}
 		}
@@ -811,22 +865,33 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 			return err
 		}
 		cs[0].noRedial.Store(true) // the kill ends it
-		var acked []string
-		killAt := killWrites
+		// The writer overwrites the matrix's cells many times over (so the
+		// server rebases the decision's history on the way): a write is
+		// kept when its cell shows it, or the last acknowledged write to
+		// that cell (or the one in flight at the kill, which may or may not
+		// have committed).
+		var acked, inflight crdt.Draft
+		writesTo := map[string]int{} // acknowledged writes per cell
 		for i := 0; ; i++ {
-			key, err := cs[0].mark(i)
-			if err != nil {
+			if _, err := cs[0].mark(i); err != nil {
 				break
 			}
-			if i == killAt {
+			if i == killWrites {
+				inflight = cs[0].draft()
 				k.cmd.Process.Signal(syscall.SIGKILL) // mid-flight: this write is not acknowledged
 				k.cmd.Wait()
 				break
 			}
-			if _, err := cs[0].reply(10 * time.Second); err != nil {
+			r, err := cs[0].reply(10 * time.Second)
+			if r != nil && r.Reason == question.Stale {
+				i-- // the history was rebased meanwhile: again, on the new one
+				continue
+			}
+			if err != nil {
 				break
 			}
-			acked = append(acked, key)
+			acked = cs[0].draft()
+			writesTo[cellOf(i)]++
 		}
 		cs[0].close()
 		k2, err := startChild(kdir)
@@ -840,14 +905,16 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		}
 		<-cl.ready
 		cold := time.Since(start)
-		kept := 0
-		for _, key := range acked {
-			h, err := crdt.ParseHeads(key)
-			if err == nil && cl.doc.Has(h) {
-				kept++
+		after := cl.draft()
+		kept, writes := 0, 0
+		for cell, n := range writesTo {
+			writes += n
+			got := after.Questions["q1"].Marks[cell]
+			if got == acked.Questions["q1"].Marks[cell] || got == inflight.Questions["q1"].Marks[cell] {
+				kept += n
 			}
 		}
-		fmt.Printf("| acknowledged writes kept after SIGKILL | %d of %d |\n", kept, len(acked))
+		fmt.Printf("| acknowledged writes kept after SIGKILL | %d of %d |\n", kept, writes)
 		fmt.Printf("| cold load of the document after restart (connect to document) | %s |\n", ms(cold))
 		cl.close()
 		k2.stop(syscall.SIGTERM)
