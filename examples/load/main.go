@@ -3,7 +3,9 @@
 // catch-up, memory, cold load, and acknowledged writes kept across a
 // SIGKILL. It starts the server as a child process (this same binary with
 // -serve) on a fresh bbolt file, so its memory is measured alone, and
-// drives it from N in-process clients over loopback.
+// drives it from clients over loopback: in this process for latency, and
+// for throughput in driver processes (this binary with -drive, one per 64
+// writers unless -procs says otherwise; procs.go).
 //
 // The workload: one document with one choice decision of 10 options × 5
 // criteria; for latency one writer sets a mark every 20 ms; for throughput
@@ -13,6 +15,7 @@
 //
 //	go run ./load                      # the default runs
 //	go run ./load -clients 2,16 -writes 512
+//	go run ./load -writers 256 -procs 4   # 256 writers in 4 driver processes
 //	go run ./load -nodes 3             # 3 nodes on JetStream R3 beside 1 bbolt node (cluster.go)
 package main
 
