@@ -147,6 +147,51 @@ test("a draft made offline survives the client and a server restart, then reache
   }
 });
 
+test("an offline draft met by a rebase on return is carried onto the rebased history, reaches the other member and saves", async () => {
+  const [doc, id] = await fresh();
+  const storage = new MemoryStorage();
+  const ana = await server.client(doc, "ana", { storage });
+  const ben = await server.client(doc, "ben");
+  try {
+    ana.setText(id, "why", "Accepted before. ");
+    await ana.flush();
+    await ana.flushStorage();
+    ana.stop();
+
+    // Offline, ana drafts; meanwhile ben's churn makes the server rebase
+    // the decision (a history of over a thousand overwritten marks).
+    const offline = new Client({ doc, member: "ana", url: `${server.url}?doc=${doc}`, storage }); // never connects
+    await offline.restore();
+    offline.setText(id, "why", "Accepted before. Typed offline.");
+    offline.setMark(id, "db", "sq", "ops", "no");
+    offline.choose(id, "db", "sq", true);
+    await offline.flushStorage();
+    for (let i = 0; i < 1200; i++) ben.setMark(id, "db", "pg", "cost", i % 2 ? "yes" : "partly");
+    await ben.flush();
+    await eventually(() => automerge.getAllChanges(ben.decisions.get(id).doc).length < 100, "ben to hold the rebased history");
+
+    const back = await server.client(doc, "ana", { storage });
+    try {
+      await back.flush([id]);
+      const st = back.state(id);
+      assert.equal(st.questions.why.text, "Accepted before. Typed offline.");
+      assert.equal(st.questions.db.marks["sq/ops"], "no");
+      assert.deepEqual(st.questions.db.choices, ["sq"]);
+      assert.equal(st.questions.db.marks["pg/cost"], "yes", "ben's last mark stays");
+      assert.ok(automerge.getAllChanges(back.decisions.get(id).doc).length < 100, "ana's replica holds the rebased history, not the old one merged in");
+      await eventually(() => ben.state(id).questions.why.text === "Accepted before. Typed offline." &&
+        ben.state(id).questions.db.marks["sq/ops"] === "no", "ben to see ana's offline draft");
+      await back.save([id]);
+      assert.equal(back.state(id).status, "settled");
+    } finally {
+      back.stop();
+    }
+  } finally {
+    ana.stop();
+    ben.stop();
+  }
+});
+
 test("an offline draft met by a reopen on return is dropped, as the server asks, and the client goes on", async () => {
   const [doc, id] = await fresh();
   const storage = new MemoryStorage();
