@@ -63,6 +63,24 @@ func newCutter(t *testing.T, target string) *cutter {
 	return p
 }
 
+// serve starts a sync server with opts on an in-memory store, where
+// members are who the URL's member parameter says, and returns its
+// address.
+func serve(t *testing.T, opts server.Options) string {
+	t.Helper()
+	opts.Store = memstore.New()
+	opts.Authorize = func(r *http.Request, doc string) (question.Member, error) {
+		return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return strings.TrimPrefix(hs.URL, "http://")
+}
+
 func (p *cutter) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -76,18 +94,7 @@ func (p *cutter) cut() {
 // the writer's edit awaiting its reply is sent again and acknowledged, and
 // every client converges; the redials are counted.
 func TestClientsReconnectAfterDrop(t *testing.T) {
-	srv, err := server.New(server.Options{
-		Store: memstore.New(),
-		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	p := newCutter(t, strings.TrimPrefix(hs.URL, "http://"))
+	p := newCutter(t, serve(t, server.Options{}))
 	c := &child{addr: p.l.Addr().String()}
 	if _, err := setup(c); err != nil {
 		t.Fatal(err)
@@ -127,8 +134,7 @@ func TestClientsReconnectAfterDrop(t *testing.T) {
 // notices.
 func TestSlowConsumerReconnects(t *testing.T) {
 	var dropped atomic.Bool
-	srv, err := server.New(server.Options{
-		Store:  memstore.New(),
+	c := &child{addr: serve(t, server.Options{
 		Outbox: 4,
 		Logger: slog.New(dropWatch{&dropped}),
 		// The writer writes as fast as its replies come until the slow
@@ -136,16 +142,7 @@ func TestSlowConsumerReconnects(t *testing.T) {
 		// limit would slow and then close, as the load command's server
 		// does not either.
 		FrameRate: -1, ByteRate: -1,
-		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	c := &child{addr: strings.TrimPrefix(hs.URL, "http://")}
+	})}
 	if _, err := setup(c); err != nil {
 		t.Fatal(err)
 	}
@@ -210,18 +207,7 @@ func (h dropWatch) WithGroup(string) slog.Handler      { return h }
 // dropped back in), and all end with the same heads and draft. The load command's throughput runs are
 // this, with more writers.
 func TestWritersThroughRebases(t *testing.T) {
-	srv, err := server.New(server.Options{
-		Store: memstore.New(),
-		Authorize: func(r *http.Request, doc string) (question.Member, error) {
-			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	c := &child{addr: strings.TrimPrefix(hs.URL, "http://")}
+	c := &child{addr: serve(t, server.Options{})}
 	if _, err := setup(c); err != nil {
 		t.Fatal(err)
 	}

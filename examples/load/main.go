@@ -660,40 +660,30 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 		return err
 	}
 	defer os.RemoveAll(root)
-	// The clients' replicas are automerge documents whose C memory
-	// (every result automerge returns) is freed by finalizers; the Go heap
-	// is too small for the collector to run often on its own, so hundreds
-	// of replicas would pile up gigabytes of garbage between collections.
 	var traced atomic.Pointer[child] // the server whose clients memtrace counts
+	var memtrace func()
+	if os.Getenv("LOAD_MEMTRACE") != "" {
+		memtrace = func() {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			var frames, bytes int64
+			if c := traced.Load(); c != nil {
+				frames, bytes = c.frames.Load(), c.bytes.Load()
+			}
+			// automerge's results are freed by finalizers: a queue that
+			// grows holds C memory the heap figure does not show.
+			fin := []metrics.Sample{{Name: "/gc/finalizers/queued:finalizers"}, {Name: "/gc/finalizers/executed:finalizers"}}
+			metrics.Read(fin)
+			fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d finalizers waiting %d goroutines %d frames received %d (%.1f MB)\n",
+				statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, int64(fin[0].Value.Uint64()-fin[1].Value.Uint64()),
+				runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
+		}
+	}
 	gcCtx, stopGC := context.WithCancel(context.Background())
 	gcDone := make(chan struct{})
 	go func() {
 		defer close(gcDone)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-gcCtx.Done():
-				return
-			case <-t.C:
-				runtime.GC()
-				if os.Getenv("LOAD_MEMTRACE") != "" {
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					var frames, bytes int64
-					if c := traced.Load(); c != nil {
-						frames, bytes = c.frames.Load(), c.bytes.Load()
-					}
-					// automerge's results are freed by finalizers: a queue
-					// that grows holds C memory the heap figure does not show.
-					fin := []metrics.Sample{{Name: "/gc/finalizers/queued:finalizers"}, {Name: "/gc/finalizers/executed:finalizers"}}
-					metrics.Read(fin)
-					fmt.Fprintf(os.Stderr, "memtrace rss %.0f MB heap %.0f MB gcs %d finalizers waiting %d goroutines %d frames received %d (%.1f MB)\n",
-						statusMB("/proc/self/status", "VmRSS:"), float64(ms.HeapInuse)/(1<<20), ms.NumGC, int64(fin[0].Value.Uint64()-fin[1].Value.Uint64()),
-						runtime.NumGoroutine(), frames, float64(bytes)/(1<<20))
-				}
-			}
-		}
+		collectGarbage(gcCtx, memtrace)
 	}()
 	defer func() { stopGC(); <-gcDone }()
 	fmt.Println("| figure | result |")

@@ -36,7 +36,7 @@ import (
 func drive(addr, doc string, first, writers, per int) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go collectGarbage(ctx)
+	go collectGarbage(ctx, nil)
 	srv := &child{addr: addr, doc: doc}
 	cs := make([]*client, writers)
 	for i := range cs {
@@ -104,10 +104,12 @@ func sameHeads(cs []*client) string {
 	return h
 }
 
-// collectGarbage runs the collector every 250 ms until ctx ends: the
-// replicas' automerge memory is freed by finalizers, and the Go heap alone
-// is too small for the collector to run often enough.
-func collectGarbage(ctx context.Context) {
+// collectGarbage runs the collector every 250 ms until ctx ends, and
+// then after, if set. The replicas' automerge memory is freed by
+// finalizers, and the Go heap alone is too small for the collector to run
+// often enough: hundreds of replicas would pile up gigabytes of garbage
+// between collections.
+func collectGarbage(ctx context.Context, after func()) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -116,6 +118,9 @@ func collectGarbage(ctx context.Context) {
 			return
 		case <-t.C:
 			runtime.GC()
+			if after != nil {
+				after()
+			}
 		}
 	}
 }
