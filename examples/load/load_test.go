@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,5 +237,53 @@ func TestWritersThroughRebases(t *testing.T) {
 		if !cl.draft().Equal(d0) {
 			t.Fatalf("%s's draft differs from %s's", cl.name, cs[0].name)
 		}
+	}
+}
+
+// TestMain lets the test binary stand in for the load command's driver
+// processes: throughputIn starts this same executable with -drive.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-drive" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestThroughputInDrivers: a throughput run whose writers are spread over
+// driver processes (this test binary, as -drive) writes every write,
+// crosses the decision's rebases, sees every writer reach the heads the
+// server holds, and sums what the drivers report.
+func TestThroughputInDrivers(t *testing.T) {
+	c := &child{addr: serve(t, server.Options{}), doc: "drivers"}
+	if _, err := setup(c); err != nil {
+		t.Fatal(err)
+	}
+	const writers, per = 6, 250 // 1,500 marks on 50 cells: past a rebase
+	res, err := throughputIn(c, writers, per, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.converged {
+		t.Fatal("the writers did not converge")
+	}
+	if res.frames == 0 || res.peakMB <= 0 {
+		t.Fatalf("the drivers reported %d frames and %.1f MB", res.frames, res.peakMB)
+	}
+	// What the writers converged on is what the server holds.
+	cl, err := dialClient(c, "reader", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.close()
+	<-cl.ready
+	if h := cl.heads(); h != res.heads {
+		t.Fatalf("a fresh client holds %s; the writers converged on %s", h, res.heads)
+	}
+	cl.mu.Lock()
+	n := cl.doc.Budget().Changes
+	cl.mu.Unlock()
+	if n >= writers*per {
+		t.Fatalf("the history holds %d changes after %d writes: no rebase happened", n, writers*per)
 	}
 }

@@ -166,6 +166,7 @@ func startDriver(srv *child, first, writers, per int) (*driver, error) {
 type throughputResult struct {
 	elapsed   time.Duration
 	converged bool
+	heads     string  // the heads every writer reached, once converged
 	peakMB    float64 // the clients' processes' peaks, summed
 	frames    int64
 	redials   int64
@@ -256,6 +257,9 @@ func throughputIn(srv *child, n, per, procs int) (throughputResult, error) {
 		}
 	}
 	res.elapsed = time.Since(start)
+	if res.converged {
+		res.heads = heads[0]
+	}
 	for _, d := range ds {
 		fmt.Fprintln(d.in, "stop")
 	}
