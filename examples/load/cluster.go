@@ -279,15 +279,7 @@ func writeEach(cs []*client, first, per int) error {
 
 func waitSame(cs []*client, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		h := cs[0].heads()
-		same := h != ""
-		for _, cl := range cs[1:] {
-			if cl.heads() != h {
-				same = false
-				break
-			}
-		}
-		if same {
+		if sameHeads(cs) != "" {
 			return true
 		}
 	}
