@@ -70,6 +70,9 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	}
 	n := &node{name: name, nc: nc, store: cluster.NewFencedStore(js)}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", name)
+	// Every commit's heads (from, to) go to the test's log, so that a
+	// fenced commit shows which commits moved the document before it.
+	n.store.SetLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", name))
 	n.srv, err = server.New(server.Options{Store: n.store, Authorize: authorize, IdleUnload: time.Second, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -123,7 +123,8 @@ func (f *FencedStore) Commit(ctx context.Context, doc string, w *persist.Write) 
 	case errors.Is(err, jetstream.ErrConflict):
 		delete(f.heads, doc)
 		f.fenced.Add(1)
-		f.log.Warn("cluster: commit fenced", "doc", doc, "from", head)
+		// The error names the sequence the stream holds instead.
+		f.log.Warn("cluster: commit fenced", "doc", doc, "from", head, "err", err)
 		return fmt.Errorf("cluster: commit to %q: %w", doc, ErrFenced)
 	case errors.Is(err, persist.ErrEmptyKey), errors.Is(err, persist.ErrClosed),
 		errors.Is(err, jetstream.ErrTooLarge), errors.Is(err, jetstream.ErrKeyTooLong),
