@@ -481,14 +481,16 @@ func (cl *client) noteKnown(heads []string) {
 }
 
 // cellOf is the cell write i sets.
-func cellOf(i int) string { return marks.Key(fmt.Sprintf("o%d", i%10), fmt.Sprintf("c%d", (i/10)%5)) }
+func cellOf(i int) marks.Cell {
+	return marks.Cell{Option: fmt.Sprintf("o%d", i%10), Criterion: fmt.Sprintf("c%d", (i/10)%5)}
+}
 
 // mark sets one cell and sends the edit; it returns the heads after the
 // change (the key other clients see it under) without waiting.
 func (cl *client) mark(i int) (string, error) {
 	cl.mu.Lock()
 	before := cl.doc.Heads()
-	cell, _ := marks.ParseKey(cellOf(i))
+	cell := cellOf(i)
 	err := cl.doc.SetMark("q1", cell.Option, cell.Criterion, marks.All[i%3])
 	if err == nil && cl.doc.Heads().Equal(before) {
 		// Setting the value a cell already holds is no change at all.
@@ -884,7 +886,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 				break
 			}
 			acked = cs[0].draft()
-			writesTo[cellOf(i)]++
+			writesTo[cellOf(i).Key()]++
 		}
 		cs[0].close()
 		k2, err := startChild(kdir)
