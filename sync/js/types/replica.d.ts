@@ -193,6 +193,20 @@ export function carryOver(old: A.Doc<any>, accepted: string[], next: A.Doc<any>)
     carried: number;
 };
 /**
+ * The state of doc at heads, an ancestor of its own (readState of
+ * A.view(doc, heads)), given mine, readState(doc). It reads the few
+ * changes since heads, turned back (A.diff from doc's heads to heads),
+ * onto mine's drafts: an A.view reads the whole history, which made a
+ * carry cost a busy replica tens of milliseconds. Changes beyond the
+ * drafts' marks, choices and texts (a definition, a generation) take the
+ * view.
+ * @param {A.Doc<any>} doc
+ * @param {string[]} heads
+ * @param {DocState} mine
+ * @returns {DocState}
+ */
+export function stateAt(doc: A.Doc<any>, heads: string[], mine: DocState): DocState;
+/**
  * The splice of theirs (positions in UTF-16 code units) that makes the
  * change from base to mine there: mine's one changed span, moved past
  * each place theirs changed before it. Only where theirs changed the same
