@@ -115,6 +115,15 @@ func (b Budget) Outgrown(live int) bool {
 	return b.Ops > CompactOps && b.Ops > CompactRatio*live && b.Ops > 2*b.BaseOps
 }
 
+// Overdue reports whether the history has outgrown the values twice
+// over: Outgrown's thresholds, each doubled. An authority that leaves
+// rebases for a quiet moment (question.Options.QuietRebase) still
+// rebases an overdue document at once, so a decision edited without a
+// pause keeps a bounded history.
+func (b Budget) Overdue(live int) bool {
+	return b.Ops > 2*CompactOps && b.Ops > 2*CompactRatio*live && b.Ops > 4*b.BaseOps
+}
+
 // budgetMark is the budget at one revision, kept for Rollback.
 type budgetMark struct {
 	heads Heads

@@ -54,6 +54,19 @@ type Options struct {
 	LiveDecisions int
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// QuietRebase leaves the rebase of a decision that one member is
+	// editing, once its history has outgrown its values
+	// (crdt.Budget.Outgrown), to the driver, which calls Rebase when
+	// nobody has edited for a moment (RebaseDue lists them): a rebase
+	// replaces the history every member holds, so each loads the
+	// decision again and the editor's edit in flight is made again, a
+	// stall in the middle of their typing. A decision edited without a
+	// pause is still rebased with an edit once its history is overdue
+	// (crdt.Budget.Overdue). One that several members edit is rebased
+	// with the edit that outgrows it, as without QuietRebase: each of
+	// them applies every other's changes, at a cost that grows with the
+	// history, and a pause of all of them is rare.
+	QuietRebase bool
 	// Durable is for drivers whose Store only collects Writes and commits
 	// them later (group commit): when a commit returned, the authority
 	// hands Durable the step that answers blocking asks, and the driver
@@ -110,6 +123,11 @@ type decision struct {
 	used   uint64 // the authority's tick when last used
 	// prov is who last set each value of the drafts (provenance.go).
 	prov provIndex
+	// editors are the members whose edits of the draft reached the
+	// authority since the document's history was last rebased (or
+	// loaded): with Options.QuietRebase, the rebase of a decision one
+	// member edits waits for their pause.
+	editors map[string]bool
 }
 
 // NewAuthority loads a document's decisions from the store.
@@ -390,7 +408,7 @@ func (t *txn) persistDraft(id string, before crdt.Heads) error {
 // finds the changes since a revision by walking the whole history.
 func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	d := t.decision(id)
-	if b := d.doc.Budget(); b.NeedsRebase() || b.Outgrown(d.state.LiveOps()) {
+	if b := d.doc.Budget(); b.NeedsRebase() || t.a.rebaseNow(d, b) {
 		return t.rebase(id)
 	}
 	n, ok := t.chunks[id]
@@ -429,6 +447,58 @@ func (t *txn) persistChanges(id string, before crdt.Heads, since []byte) error {
 	t.write.Drafts = append(t.write.Drafts, persist.DraftPut{Decision: id, Chunk: chunk})
 	t.chunks[id] = n + 1
 	return nil
+}
+
+// rebaseNow reports whether a command that changes decision d, whose
+// history has budget b, rebases it too (see Options.QuietRebase).
+func (a *Authority) rebaseNow(d *decision, b crdt.Budget) bool {
+	if a.opts.QuietRebase && len(d.editors) <= 1 {
+		return b.Overdue(d.state.LiveOps())
+	}
+	return b.Outgrown(d.state.LiveOps())
+}
+
+// RebaseDue returns the live decisions whose history has outgrown their
+// values and waits for Rebase (Options.QuietRebase), in creation order. A
+// parked decision is checked when a command wakes it.
+func (a *Authority) RebaseDue() []string {
+	var due []string
+	for _, id := range a.order {
+		if d := a.decisions[id]; d.doc != nil && d.doc.Budget().Outgrown(d.state.LiveOps()) {
+			due = append(due, id)
+		}
+	}
+	return due
+}
+
+// Rebase replaces the history of decision id with a fresh one holding the
+// same values (crdt.Doc.Rebase), and commits it, if the history has
+// outgrown them; it reports whether it did. Every member then needs the
+// decision's whole document again (Save), as after an edit whose result
+// says Rebased. Reasons: not_found; unavailable; too_large.
+func (a *Authority) Rebase(ctx context.Context, id string) (bool, error) {
+	if _, r := a.lookup(id); r != nil {
+		return false, r
+	}
+	t, err := a.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	d, r := a.use(id)
+	if r != nil {
+		return false, t.fail(r)
+	}
+	if !d.doc.Budget().Outgrown(d.state.LiveOps()) {
+		t.end()
+		return false, nil
+	}
+	if err := t.rebase(id); err != nil {
+		return false, t.fail(draftRefusal(err))
+	}
+	if err := t.commit(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // maxCompactEvery caps how many chunks a decision's stored form holds
@@ -530,7 +600,8 @@ func (t *txn) commit(ctx context.Context) error {
 		}
 	}
 	for id, nd := range t.rebased {
-		t.decision(id).doc = nd
+		d := t.decision(id)
+		d.doc, d.editors = nd, nil
 	}
 	// A batch's decisions share their creation time: they take the order
 	// a load gives them (byCreation), not the map's.

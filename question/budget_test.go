@@ -31,6 +31,8 @@ type boltFixture struct {
 	a    *question.Authority
 	now  time.Time
 	n    int
+	// quiet opens the authority with Options.QuietRebase.
+	quiet bool
 }
 
 func newBoltFixture(t *testing.T) *boltFixture {
@@ -74,8 +76,9 @@ func (f *boltFixture) reopen() {
 	f.st = st
 	a, err := question.NewAuthority(context.Background(), question.Options{
 		Store: st, Doc: "plan-1",
-		Now:   func() time.Time { f.now = f.now.Add(time.Second); return f.now },
-		NewID: func() string { f.n++; return fmt.Sprintf("id%d", f.n) },
+		Now:         func() time.Time { f.now = f.now.Add(time.Second); return f.now },
+		NewID:       func() string { f.n++; return fmt.Sprintf("id%d", f.n) },
+		QuietRebase: f.quiet,
 	})
 	if err != nil {
 		f.t.Fatalf("the store does not load again: %v", err)

@@ -199,6 +199,10 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	if err := t.stageEdit(id, rec); err != nil {
 		return Edited{}, t.fail(draftRefusal(err))
 	}
+	if d.editors == nil {
+		d.editors = map[string]bool{}
+	}
+	d.editors[who.Login] = true
 	if err := t.persistChanges(id, before, ap.Changes); err != nil {
 		return Edited{}, t.fail(draftRefusal(err))
 	}

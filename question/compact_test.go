@@ -56,6 +56,108 @@ func TestChurnIsRebasedEarly(t *testing.T) {
 	}
 }
 
+// TestQuietRebase: with Options.QuietRebase the authority leaves the
+// rebase of a decision whose history outgrew its values to Rebase (which
+// a server calls once nobody has edited for a moment): edits past the
+// threshold are accepted as they are, RebaseDue names the decision, and
+// Rebase replaces its history, durably. A decision edited without a pause
+// is still rebased with an edit once its history is overdue, twice past;
+// one that two members edit, with the edit that outgrows it.
+func TestQuietRebase(t *testing.T) {
+	f := newBoltFixture(t)
+	f.quiet = true
+	f.reopen()
+	out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "w", Origin: question.FromPlanner, Definition: writtenDef()}})
+	must(t, err)
+	id := out[0].Record.ID
+	m := f.member(id)
+	i := 0
+	who := ana
+	count := func() {
+		t.Helper()
+		i++
+		dr, err := m.doc.Draft()
+		must(t, err)
+		must(t, m.doc.SpliceText("q1", 0, len([]rune(dr.Questions["q1"].Text)), fmt.Sprint(i)))
+		if _, err := m.send(who); err != nil {
+			t.Fatalf("edit %d refused: %v", i, err)
+		}
+	}
+	if rebased, err := f.a.Rebase(context.Background(), id); err != nil || rebased {
+		t.Fatalf("Rebase of a fresh decision = %v, %v; want false, nil", rebased, err)
+	}
+	for len(f.a.RebaseDue()) == 0 {
+		if i > 4*crdt.CompactOps {
+			t.Fatalf("after %d counter edits no rebase is due", i)
+		}
+		count()
+	}
+	if m.rebases != 0 {
+		t.Fatalf("an edit rebased the decision before it was overdue (%d rebases)", m.rebases)
+	}
+	// The rebase waits for Rebase: more edits, still below overdue.
+	for range 20 {
+		count()
+	}
+	if m.rebases != 0 || len(f.a.RebaseDue()) != 1 {
+		t.Fatalf("after 20 more edits: %d rebases by edits, %d due; want 0 and 1", m.rebases, len(f.a.RebaseDue()))
+	}
+	rebased, err := f.a.Rebase(context.Background(), id)
+	if err != nil || !rebased {
+		t.Fatalf("Rebase = %v, %v; want true, nil", rebased, err)
+	}
+	if due := f.a.RebaseDue(); len(due) != 0 {
+		t.Fatalf("RebaseDue after Rebase = %v", due)
+	}
+	if rebased, err := f.a.Rebase(context.Background(), id); err != nil || rebased {
+		t.Fatalf("Rebase again = %v, %v; want false, nil", rebased, err)
+	}
+	m.reload()
+	if ops := m.doc.Budget().Ops; ops > crdt.CompactOps/4 {
+		t.Fatalf("the rebased document holds %d operations", ops)
+	}
+	f.reopen()
+	dr, _, err := f.a.Draft(id)
+	must(t, err)
+	if got, want := dr.Questions["q1"].Text, fmt.Sprint(i); got != want {
+		t.Fatalf("after a restart the answer reads %q, want %q", got, want)
+	}
+	if saved, err := f.a.Save(id); err != nil || len(saved) == 0 {
+		t.Fatalf("Save after a restart: %v", err)
+	}
+	// Edited without a pause, the decision is rebased with an edit once
+	// its history is overdue, and never holds much more.
+	m = f.member(id)
+	if ops := m.doc.Budget().Ops; ops > crdt.CompactOps/4 {
+		t.Fatalf("after a restart the decision's document holds %d operations: the rebase was not stored", ops)
+	}
+	most := 0
+	for start := i; m.rebases == 0; {
+		if i-start > 8*crdt.CompactOps {
+			t.Fatalf("%d edits without a pause never rebased the decision", i-start)
+		}
+		most = max(most, m.doc.Budget().Ops)
+		count()
+	}
+	if most < 2*crdt.CompactOps-64 || most > 2*crdt.CompactOps+64 {
+		t.Fatalf("the history reached %d operations before an edit rebased it, want about 2×%d", most, crdt.CompactOps)
+	}
+	// Two members editing: rebased with the edit that outgrows, as
+	// without QuietRebase.
+	m.rebases, most = 0, 0
+	for start := i; m.rebases == 0; {
+		if i-start > 8*crdt.CompactOps {
+			t.Fatalf("%d edits of two members never rebased the decision", i-start)
+		}
+		most = max(most, m.doc.Budget().Ops)
+		who = []question.Member{ana, ben}[i%2]
+		count()
+	}
+	if most > crdt.CompactOps+64 {
+		t.Fatalf("two members' edits took the history to %d operations before a rebase, want about %d", most, crdt.CompactOps)
+	}
+}
+
 // BenchmarkMemberReceivesAtHistory is the cost, for a member's replica,
 // of applying the next accepted change of a decision after 100 and after
 // 10,000 edits of churn (a mark and a counter rewritten in a written

@@ -3,6 +3,7 @@ package replica_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -109,6 +110,108 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	if err != nil || d.Questions["note"].Text != want {
 		t.Fatalf("after restart: %v", err)
 	}
+}
+
+// TestQuietRebaseThroughTheServer: a decision edited without a pause
+// past the point where its history outgrew its values is rebased only
+// once the edits stop for the server's QuietRebase, and both members then
+// move to the rebased document and go on editing it.
+func TestQuietRebaseThroughTheServer(t *testing.T) {
+	st, err := boltstore.Open(t.TempDir()+"/accord.db", &boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rebases := &rebaseLog{}
+	const quiet = 1500 * time.Millisecond
+	srv, err := server.New(server.Options{Store: st, QuietRebase: quiet, Logger: slog.New(rebases), Authorize: func(r *http.Request, doc string) (question.Member, error) {
+		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Shutdown(context.Background())
+	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	dial := func(login string) *replica.Client {
+		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
+			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ana, ben := dial("ana"), dial("ben")
+	recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: question.Definition{Questions: []question.Question{
+		{ID: "count", Text: "How many?", Response: question.Text, Options: []question.Option{}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := recs[0].ID
+	ready(t, ben, id)
+	count := func(n int) {
+		t.Helper()
+		if err := ana.SetText(id, "count", fmt.Sprint(n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ana.Flush(ctx, id); err != nil {
+			t.Fatalf("edit %d: %v", n, err)
+		}
+	}
+	// About 2 operations an edit: past crdt.CompactOps, well short of
+	// twice it (when an edit would rebase the decision).
+	const edits = 700
+	for n := 1; n <= edits; n++ {
+		count(n)
+	}
+	stopped := time.Now()
+	eventually(t, "the server rebases the decision once the edits stop", func() bool { return rebases.count() == 1 })
+	if at := rebases.first(); at.Before(stopped) {
+		t.Fatalf("the server rebased the decision while it was being edited (%v before the last edit returned)", stopped.Sub(at))
+	}
+	count(edits + 1)
+	for _, c := range []*replica.Client{ana, ben} {
+		eventually(t, "both hold the edit made after the rebase", func() bool {
+			d, _, err := c.Draft(id)
+			return err == nil && d.Questions["count"].Text == fmt.Sprint(edits+1)
+		})
+	}
+	if n := rebases.count(); n != 1 {
+		t.Fatalf("%d rebases, want 1", n)
+	}
+}
+
+// rebaseLog is a slog.Handler that keeps when the server logged a rebase.
+type rebaseLog struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (l *rebaseLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *rebaseLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *rebaseLog) WithGroup(string) slog.Handler            { return l }
+func (l *rebaseLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "rebased a decision's document" {
+		l.mu.Lock()
+		l.at = append(l.at, time.Now())
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+func (l *rebaseLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.at)
+}
+
+func (l *rebaseLog) first() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at[0]
 }
 
 // syncBuffer is a log sink several goroutines write.

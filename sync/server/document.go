@@ -134,7 +134,8 @@ func (d *document) run() {
 	d.pipe = &pipeStore{Store: d.s.opts.Store}
 	d.auth, d.loadErr = question.NewAuthority(ctx, question.Options{
 		Store: d.pipe, Doc: d.id, Now: d.s.opts.Now, NewID: d.s.opts.NewID, Logger: d.s.opts.Logger,
-		Durable: func(settle func(bool)) { d.afterFlush = append(d.afterFlush, settle) },
+		QuietRebase: d.s.opts.QuietRebase > 0,
+		Durable:     func(settle func(bool)) { d.afterFlush = append(d.afterFlush, settle) },
 		ImplementationActive: func(id string) bool {
 			return d.s.opts.ImplementationActive != nil && d.s.opts.ImplementationActive(d.id, id)
 		},
@@ -144,6 +145,12 @@ func (d *document) run() {
 	}
 	idle := time.NewTimer(d.s.opts.IdleUnload)
 	defer idle.Stop()
+	// quiet fires once the document has had no command for QuietRebase.
+	quiet := time.NewTimer(d.s.opts.QuietRebase)
+	defer quiet.Stop()
+	if d.s.opts.QuietRebase < 0 {
+		quiet.Stop()
+	}
 	for {
 		var inbox chan op
 		if d.accepting() {
@@ -155,6 +162,19 @@ func (d *document) run() {
 			n := 1 + d.drain(ctx, d.s.opts.MaxGroup-1)
 			d.seal(n)
 			d.commitNext()
+			if d.s.opts.QuietRebase > 0 {
+				quiet.Reset(d.s.opts.QuietRebase)
+			}
+		case <-quiet.C:
+			if !d.quiet() {
+				// A commit still runs: wait for another quiet spell.
+				quiet.Reset(d.s.opts.QuietRebase)
+				continue
+			}
+			if d.rebaseDue(ctx) {
+				d.seal(1)
+				d.commitNext()
+			}
 		case err := <-d.commitDone:
 			d.finishCommit(ctx, err)
 			d.commitNext()
@@ -182,6 +202,29 @@ func (d *document) run() {
 			}
 		}
 	}
+}
+
+// rebaseDue rebases the decisions whose history outgrew their values
+// while they were being edited (question.Options.QuietRebase), and sends
+// every connection the rebased document once the rebase is durable. It
+// reports whether it rebased any.
+func (d *document) rebaseDue(ctx context.Context) bool {
+	if d.loadErr != nil {
+		return false
+	}
+	done := false
+	for _, id := range d.auth.RebaseDue() {
+		rebased, err := d.auth.Rebase(ctx, id)
+		if err != nil {
+			d.s.opts.Logger.Warn("cannot rebase a decision", "doc", d.id, "decision", id, "err", err)
+			continue
+		}
+		if rebased {
+			d.broadcastDoc(id)
+			done = true
+		}
+	}
+	return done
 }
 
 // accepting reports whether the goroutine takes more ops now. While a

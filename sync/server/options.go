@@ -82,6 +82,15 @@ type Options struct {
 	IdleUnload time.Duration
 	// MaxGroup is the most commands committed in one group (default 512).
 	MaxGroup int
+	// QuietRebase is how long a document goes without a command before
+	// the server rebases its decisions whose history has outgrown their
+	// values (question.Options.QuietRebase; default 1 s). A rebase makes
+	// every member load the decision again, and an edit in flight be made
+	// again: done while nobody edits, nobody waits for it. A decision
+	// edited without such a pause is rebased with an edit once its
+	// history is overdue. Negative: rebase with the edit that outgrows
+	// the values.
+	QuietRebase time.Duration
 	// FrameRate and FrameBurst bound the data frames one connection
 	// sends: a token bucket refilled at FrameRate frames per second that
 	// holds up to FrameBurst of them (defaults 50 and 200). The page and
@@ -177,6 +186,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MaxGroup <= 0 {
 		o.MaxGroup = 512
+	}
+	if o.QuietRebase == 0 {
+		o.QuietRebase = time.Second
 	}
 	if o.FrameRate == 0 {
 		o.FrameRate = 50
