@@ -32,25 +32,9 @@ func TestRebaseThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	srv, err := server.New(server.Options{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Authorize: func(r *http.Request, doc string) (question.Member, error) {
-		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute) // long answers, slow under -race
 	defer cancelAll()
-	dial := func(login string) *replica.Client {
-		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
-			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	srv, dial := serveMembers(ctx, t, server.Options{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ana, ben := dial("ana"), dial("ben")
 	recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: question.Definition{Questions: []question.Question{
 		{ID: "note", Text: "What should the email say?", Response: question.Text, Options: []question.Option{}}}}})
@@ -124,26 +108,10 @@ func TestQuietRebaseThroughTheServer(t *testing.T) {
 	defer st.Close()
 	rebases := &rebaseLog{}
 	const quiet = 1500 * time.Millisecond
-	srv, err := server.New(server.Options{Store: st, QuietRebase: quiet, Logger: slog.New(rebases), Authorize: func(r *http.Request, doc string) (question.Member, error) {
-		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Shutdown(context.Background())
 	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelAll()
-	dial := func(login string) *replica.Client {
-		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
-			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	srv, dial := serveMembers(ctx, t, server.Options{Store: st, QuietRebase: quiet, Logger: slog.New(rebases)})
+	defer srv.Shutdown(context.Background())
 	ana, ben := dial("ana"), dial("ben")
 	recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: question.Definition{Questions: []question.Question{
 		{ID: "count", Text: "How many?", Response: question.Text, Options: []question.Option{}}}}})
@@ -182,6 +150,32 @@ func TestQuietRebaseThroughTheServer(t *testing.T) {
 	if n := rebases.count(); n != 1 {
 		t.Fatalf("%d rebases, want 1", n)
 	}
+}
+
+// serveMembers serves opts on a test server whose members are named by
+// the X-Login header, all writing, and returns it and a dial of a member's
+// replica of the document "plan" (closed when the test ends).
+func serveMembers(ctx context.Context, t *testing.T, opts server.Options) (*server.Server, func(login string) *replica.Client) {
+	t.Helper()
+	opts.Authorize = func(r *http.Request, doc string) (question.Member, error) {
+		return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	dial := func(login string) *replica.Client {
+		c, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=plan",
+			replica.Options{Header: http.Header{"X-Login": {login}}, MinBackoff: minBackoff, MaxBackoff: maxBackoff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return srv, dial
 }
 
 // rebaseLog is a slog.Handler that keeps when the server logged a rebase.

@@ -32,15 +32,18 @@ test("a carried written answer keeps every change of theirs that is not where mi
   }
 });
 
-test("changes in places apart merge as if made one after the other (random texts)", () => {
-  let seed = 7;
-  const rand = (n) => {
-    // mulberry32
+/** A seeded random integer below n (mulberry32), so a failure replays. */
+function seeded(seed) {
+  return (n) => {
     seed = (seed + 0x6d2b79f5) | 0;
     let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
     z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
     return ((z ^ (z >>> 14)) >>> 0) % n;
   };
+}
+
+test("changes in places apart merge as if made one after the other (random texts)", () => {
+  const rand = seeded(7);
   const letters = Array.from("abcdefghijklmnopqrstuvwxyzé😀\n ");
   const word = (n) => Array.from({ length: n }, () => letters[rand(letters.length)]).join("");
   for (let i = 0; i < 500; i++) {
@@ -143,13 +146,7 @@ test("a draft carried onto a rebased document keeps exactly what the rebase did 
 });
 
 test("the state at an earlier revision, read from the changes since, is what a view of it reads (random edits)", () => {
-  let seed = 11;
-  const rand = (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) % n;
-  };
+  const rand = seeded(11);
   const letters = Array.from("ab😀\né ");
   const opts = ["o1", "o2", "o3"];
   const questions = [
