@@ -573,3 +573,48 @@ func TestResplicedKeepsTheirEditsElsewhere(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCarry is what a replica pays to carry two unaccepted edits onto
+// a rebased document, by the number of changes in the history it carries
+// them from (half set a mark, half rewrite a written answer). The server
+// rebases a busy decision at about 450 changes of this kind.
+func BenchmarkCarry(b *testing.B) {
+	for _, history := range []int{250, 1000, 4000} {
+		b.Run(fmt.Sprint(history), func(b *testing.B) {
+			old := newShaped(b)
+			for i := range history / 2 {
+				cell := [...]string{"a", "b", "c"}[i%3]
+				if err := old.SetMark("one", cell, "x", marks.All[i%3]); err != nil {
+					b.Fatal(err)
+				}
+				if err := old.SetText("note", fmt.Sprintf("%d:%d\n", i%16, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			base := old.Heads()
+			if err := old.SetMark("one", "b", "y", marks.Yes); err != nil {
+				b.Fatal(err)
+			}
+			if err := old.SpliceText("note", 0, 0, "mine "); err != nil {
+				b.Fatal(err)
+			}
+			rebased, err := old.ForkAt(base, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rebased, err = rebased.Rebase(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				to, err := rebased.Fork("")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := carry(old, base, to); err != nil || n != 2 {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}
