@@ -605,7 +605,6 @@ func BenchmarkCarry(b *testing.B) {
 			if rebased, err = rebased.Rebase(); err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
 			for b.Loop() {
 				to, err := rebased.Fork("")
 				if err != nil {
