@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
@@ -78,22 +76,11 @@ func TestEditsOfOneGroupTravelAsOneFrame(t *testing.T) {
 	ben.expect(wire.KindDoc)
 	id := rec.ID
 
-	// Wait until the read pumps have read (and so queued) every frame:
-	// a frame that fails to decode follows them and is counted last.
-	sentAll := func(p *peer) {
-		t.Helper()
-		want := ts.srv.Stats().FramesIn + 1
-		if err := p.ws.WriteMessage(websocket.BinaryMessage, []byte{0xc1}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "the frames to be read", 5*time.Second, func() bool { return ts.srv.Stats().FramesIn >= want })
-	}
-
 	release := holdDocument(t, ts)
 	anaRIDs := ana.queueEdits(id, 5, "a")
-	sentAll(ana)
+	sentAll(t, ts, ana)
 	cyRIDs := cy.queueEdits(id, 3, "c")
-	sentAll(cy)
+	sentAll(t, ts, cy)
 	commits := ts.srv.Stats().Commits
 	release()
 
@@ -167,7 +154,7 @@ func TestEditsOfOneGroupTravelAsOneFrame(t *testing.T) {
 	first := ana.queueEdits(id, 2, "x")
 	app := &wire.Append{Header: wire.Header{Kind: wire.KindOption, RID: "opt"}, ID: id, Question: "q1", Key: "k-opt", Label: "Letter"}
 	ana.send(app)
-	sentAll(ana)
+	sentAll(t, ts, ana)
 	release()
 	var kinds []wire.Kind
 	for len(kinds) < 3 {

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/question"
@@ -60,6 +61,7 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 		return
 	}
 	if res.Rebased {
+		d.gather.other = true // everyone loads the decision again: no wait
 		// The history was replaced: every member, the editor too, gets
 		// the whole rebased document (before the reply, so the editor's
 		// replica holds the heads the reply names), after the commit.
@@ -68,6 +70,7 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 		return
 	}
 	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
+	d.noteEdit(c, time.Now())
 	if len(res.Changes) > 0 {
 		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login, Cells: res.Cells})
 	}

@@ -25,10 +25,12 @@ import (
 // (accepted draft edits' changes excepted: see commitNext). While that
 // commit runs it decides the next group, committed and announced once the
 // first commit ends, so the fsync of one group never holds up the
-// deciding of the next. If a commit fails, every reply of its group and of
-// the groups decided since becomes an "unavailable" refusal, their
-// broadcasts are dropped, and the authority reloads from the store:
-// nothing is acknowledged or announced before it is durable.
+// deciding of the next. While several connections edit together, a group
+// of draft edits gathers for a moment before its commit (gather.go). If a
+// commit fails, every reply of its group and of the groups decided since
+// becomes an "unavailable" refusal, their broadcasts are dropped, and the
+// authority reloads from the store: nothing is acknowledged or announced
+// before it is durable.
 type document struct {
 	s     *Server
 	id    string
@@ -83,6 +85,10 @@ type document struct {
 	// decision; they point into the authority's documents (pinning them
 	// until the connection leaves), so a reload drops them all.
 	sessions map[*conn]map[string]*crdt.Session
+	// gather is the group forming for the next commit, and recent each
+	// connection's last accepted edit (see gather.go).
+	gather gathering
+	recent map[*conn]time.Time
 }
 
 type op struct {
@@ -99,7 +105,7 @@ type op struct {
 
 func newDocument(s *Server, id string) *document {
 	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), ended: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
-		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{},
+		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}, recent: map[*conn]time.Time{},
 		presence: newPresenceHub(&s.opts)}
 }
 
@@ -161,7 +167,7 @@ func (d *document) run() {
 			d.handle(ctx, o)
 			n := 1 + d.drain(ctx, d.s.opts.MaxGroup-1)
 			d.seal(n)
-			d.commitNext()
+			d.commitGathered()
 			if d.s.opts.QuietRebase > 0 {
 				quiet.Reset(d.s.opts.QuietRebase)
 			}
@@ -177,7 +183,9 @@ func (d *document) run() {
 			}
 		case err := <-d.commitDone:
 			d.finishCommit(ctx, err)
-			d.commitNext()
+			d.commitGathered()
+		case <-d.gatherFired():
+			d.commitGathered()
 		case <-d.wake:
 		case <-idle.C:
 			if d.quiet() && len(d.conns) == 0 && d.s.tryUnload(d) {
@@ -240,11 +248,7 @@ func (d *document) accepting() bool {
 	if len(d.hellos) > 0 || len(d.joining) > 0 {
 		return false
 	}
-	ops := 0
-	for _, st := range d.pending {
-		ops += st.ops
-	}
-	return ops < d.s.opts.MaxGroup
+	return d.pendingOps() < d.s.opts.MaxGroup
 }
 
 // quiet reports whether the authority holds exactly what is committed:
@@ -274,7 +278,11 @@ func (d *document) handle(ctx context.Context, o op) {
 			d.auth.ReleaseSession(sess) // unpins the decision's document
 		}
 		delete(d.sessions, o.c)
+		delete(d.recent, o.c)
 		return
+	}
+	if _, edit := o.msg.(*wire.Edit); !edit {
+		d.gather.other = true
 	}
 	if o.do != nil {
 		d.runDo(ctx, o)

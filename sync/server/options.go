@@ -91,6 +91,15 @@ type Options struct {
 	// history is overdue. Negative: rebase with the edit that outgrows
 	// the values.
 	QuietRebase time.Duration
+	// GroupWait is the longest a document's next group of draft edits
+	// waits for more edits before its commit, while two or more
+	// connections edit it together (default 20 ms; negative: never). The
+	// group ends sooner once every recent editor has an edit in it, and
+	// at once for anything but draft edits. A group's replies and
+	// broadcast go out after its commit, so they wait too; in exchange
+	// every replica applies fewer, larger frames, and the server commits
+	// and writes less per edit. A lone editor never waits.
+	GroupWait time.Duration
 	// FrameRate and FrameBurst bound the data frames one connection
 	// sends: a token bucket refilled at FrameRate frames per second that
 	// holds up to FrameBurst of them (defaults 50 and 200). The page and
@@ -189,6 +198,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.QuietRebase == 0 {
 		o.QuietRebase = time.Second
+	}
+	if o.GroupWait == 0 {
+		o.GroupWait = 20 * time.Millisecond
 	}
 	if o.FrameRate == 0 {
 		o.FrameRate = 50

@@ -40,6 +40,7 @@ func (d *document) seal(ops int) {
 		return
 	}
 	d.pending = append(d.pending, st)
+	d.gather.noteOp(time.Now())
 }
 
 // commitNext starts committing the pending groups, unless a commit runs
@@ -66,6 +67,7 @@ func (d *document) commitNext() {
 		g.ops += st.ops
 	}
 	d.pending = nil
+	d.endGather()
 	w := d.pipe.take()
 	if w.Empty() {
 		// Groups that only waited for the commit before them.
