@@ -157,6 +157,7 @@ func (d *document) run() {
 	if d.s.opts.QuietRebase < 0 {
 		quiet.Stop()
 	}
+	defer d.endGather()
 	for {
 		var inbox chan op
 		if d.accepting() {
