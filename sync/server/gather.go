@@ -49,7 +49,7 @@ func (d *document) noteEdit(c *conn, now time.Time) {
 // zero or less: commit it now.
 func (d *document) wait(now time.Time) time.Duration {
 	g := &d.gather
-	if d.s.opts.GroupWait <= 0 || g.other || g.start.IsZero() || len(d.hellos) > 0 || d.pendingOps() >= d.s.opts.MaxGroup {
+	if d.s.opts.GroupWait <= 0 || g.other || g.start.IsZero() || d.pendingOps() >= d.s.opts.MaxGroup {
 		return 0
 	}
 	editors := 0
@@ -83,7 +83,8 @@ func (d *document) commitGathered() {
 	d.commitNext()
 }
 
-// gatherFired is the gather timer's channel, nil while it is not armed.
+// gatherFired is the gather timer's channel (nil before the first
+// gather; a stopped timer's channel never fires).
 func (d *document) gatherFired() <-chan time.Time {
 	if d.gather.timer == nil {
 		return nil
@@ -91,7 +92,8 @@ func (d *document) gatherFired() <-chan time.Time {
 	return d.gather.timer.C
 }
 
-// endGather forgets the group that starts committing.
+// endGather forgets the forming group: it starts committing, or was
+// answered at once.
 func (d *document) endGather() {
 	if d.gather.timer != nil {
 		d.gather.timer.Stop()

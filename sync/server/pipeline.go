@@ -36,6 +36,7 @@ func (d *document) seal(ops int) {
 	st := &stage{held: d.held, after: d.afterFlush, ops: ops}
 	d.held, d.afterFlush = nil, nil
 	if d.quiet() && d.pipe.pending.Empty() {
+		d.endGather()
 		d.announce(st)
 		return
 	}
