@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +8,6 @@ import (
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
-	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -18,23 +15,6 @@ import (
 // longWait is a GroupWait no test waits out: a reply that needs it misses
 // the peers' five-second frame timeout.
 const longWait = 10 * time.Second
-
-func startServerGroupWait(t *testing.T, wait time.Duration) *testServer {
-	t.Helper()
-	path := t.TempDir() + "/accord.db"
-	st, err := boltstore.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Store: st, Authorize: authorize, GroupWait: wait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	ts := &testServer{t: t, url: "ws" + strings.TrimPrefix(hs.URL, "http"), srv: srv, hs: hs, path: path, store: st}
-	t.Cleanup(ts.stop)
-	return ts
-}
 
 func setMark(cell string, m marks.Mark) func(d *crdt.Doc) error {
 	return func(d *crdt.Doc) error { return d.SetMark("q1", cell, "cheap", m) }
@@ -91,7 +71,7 @@ func twoEditors(t *testing.T, ts *testServer) (ana, cy *peer, id string) {
 // GroupWait. Committed at once, as before gathering, they would take two
 // commits.
 func TestGroupWaitsForTheOtherEditor(t *testing.T) {
-	ts := startServerGroupWait(t, longWait)
+	ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 	ana, cy, id := twoEditors(t, ts)
 
 	commits := ts.srv.Stats().Commits
@@ -118,7 +98,7 @@ func TestGroupWaitsForTheOtherEditor(t *testing.T) {
 // TestLoneEditorDoesNotWait: a member editing alone (another member only
 // watches) is answered at once, whatever GroupWait is.
 func TestLoneEditorDoesNotWait(t *testing.T) {
-	ts := startServerGroupWait(t, longWait)
+	ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 	ana := dial(t, ts, "ana", wire.Binary)
 	cy := dial(t, ts, "cy", wire.Binary)
 	id := ana.create("k1").ID
@@ -136,7 +116,7 @@ func TestLoneEditorDoesNotWait(t *testing.T) {
 // second.
 func TestGroupWaitEnds(t *testing.T) {
 	t.Run("save", func(t *testing.T) {
-		ts := startServerGroupWait(t, longWait)
+		ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 		ana, _, id := twoEditors(t, ts)
 		ana.sendEdit(id, "a1", setMark("email", marks.No))
 		if r := ana.submit(id); !r.OK {
@@ -144,7 +124,7 @@ func TestGroupWaitEnds(t *testing.T) {
 		}
 	})
 	t.Run("editor left", func(t *testing.T) {
-		ts := startServerGroupWait(t, longWait)
+		ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 		ana, cy, id := twoEditors(t, ts)
 		cy.ws.Close()
 		waitFor(t, "cy's connection to end", 5*time.Second, func() bool { return ts.srv.Stats().Connections == 1 })
@@ -153,7 +133,7 @@ func TestGroupWaitEnds(t *testing.T) {
 		}
 	})
 	t.Run("editor paused", func(t *testing.T) {
-		ts := startServerGroupWait(t, longWait)
+		ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 		ana, _, id := twoEditors(t, ts)
 		time.Sleep(1100 * time.Millisecond) // past recentEditor
 		if r := ana.edit(id, setMark("email", marks.No)); !r.OK {

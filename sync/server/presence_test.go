@@ -2,12 +2,10 @@ package server_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -50,18 +48,7 @@ func publish(p *peer, st wire.PresenceState, claim string) {
 // connection that leaves, or stops publishing, is announced; and nothing
 // of it reaches the store.
 func TestPresenceOverRealSockets(t *testing.T) {
-	path := t.TempDir() + "/accord.db"
-	st, err := boltstore.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Store: st, Authorize: authorize, PresenceRate: 5, PresenceSilence: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	ts := &testServer{t: t, url: "ws" + strings.TrimPrefix(hs.URL, "http"), srv: srv, hs: hs, path: path, store: st}
-	t.Cleanup(ts.stop)
+	ts := startServerWith(t, "", server.Options{PresenceRate: 5, PresenceSilence: time.Second})
 
 	ana := dial(t, ts, "ana", wire.Binary)
 	rita := dial(t, ts, "rita", wire.Text) // reads only
@@ -75,11 +62,11 @@ func TestPresenceOverRealSockets(t *testing.T) {
 	}
 	anaConn := got.Conn
 	// Six at once: past the burst, some are dropped.
-	before := srv.Stats().PresenceDropped
+	before := ts.srv.Stats().PresenceDropped
 	for _, f := range []string{"u", "v", "w", "x", "y", "z"} {
 		publish(ana, wire.PresenceState{Decision: rec.ID, Field: f}, "")
 	}
-	waitFor(t, "frames over the rate to be dropped", 5*time.Second, func() bool { return srv.Stats().PresenceDropped >= before+2 })
+	waitFor(t, "frames over the rate to be dropped", 5*time.Second, func() bool { return ts.srv.Stats().PresenceDropped >= before+2 })
 	time.Sleep(700 * time.Millisecond) // the bucket fills again
 	publish(ana, wire.PresenceState{Decision: rec.ID, Field: "a"}, "")
 	for {
@@ -137,7 +124,7 @@ func TestPresenceOverRealSockets(t *testing.T) {
 			break
 		}
 	}
-	sd, err := st.LoadDocument(context.Background(), "plan-1")
+	sd, err := ts.store.LoadDocument(context.Background(), "plan-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,13 @@ type testServer struct {
 
 func startServer(t *testing.T, path string) *testServer {
 	t.Helper()
+	return startServerWith(t, path, server.Options{Outbox: 64})
+}
+
+// startServerWith starts a server with opts on a bbolt file at path (a
+// fresh one if empty); opts' Store and Authorize are filled in.
+func startServerWith(t *testing.T, path string, opts server.Options) *testServer {
+	t.Helper()
 	if path == "" {
 		path = t.TempDir() + "/accord.db"
 	}
@@ -47,7 +54,8 @@ func startServer(t *testing.T, path string) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Store: st, Authorize: authorize, Outbox: 64})
+	opts.Store, opts.Authorize = st, authorize
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
