@@ -106,6 +106,7 @@ type op struct {
 func newDocument(s *Server, id string) *document {
 	return &document{s: s, id: id, inbox: make(chan op, inboxSize), quit: make(chan struct{}), ended: make(chan struct{}), wake: make(chan struct{}, 1), commitDone: make(chan error, 1),
 		conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}, sessions: map[*conn]map[string]*crdt.Session{}, recent: map[*conn]time.Time{},
+		gather:   gathering{editors: map[*conn]bool{}},
 		presence: newPresenceHub(&s.opts)}
 }
 

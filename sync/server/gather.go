@@ -38,9 +38,6 @@ func (g *gathering) noteOp(now time.Time) {
 
 // noteEdit records c's accepted draft edit in the forming group.
 func (d *document) noteEdit(c *conn, now time.Time) {
-	if d.gather.editors == nil {
-		d.gather.editors = map[*conn]bool{}
-	}
 	d.gather.editors[c] = true
 	d.recent[c] = now
 }

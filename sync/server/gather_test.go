@@ -35,13 +35,8 @@ func sentAll(t *testing.T, ts *testServer, p *peer) {
 // awaitReply reads p's frames until the reply to rid, which must be OK.
 func awaitReply(t *testing.T, p *peer, rid string) {
 	t.Helper()
-	for {
-		if r, ok := p.next().(*wire.Reply); ok && r.RID == rid {
-			if !r.OK {
-				t.Fatalf("%s refused: %s %s", rid, r.Reason, r.Message)
-			}
-			return
-		}
+	if r := p.reply(rid); !r.OK {
+		t.Fatalf("%s refused: %s %s", rid, r.Reason, r.Message)
 	}
 }
 

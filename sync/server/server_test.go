@@ -193,8 +193,14 @@ func (p *peer) request(m wire.Message, h *wire.Header) *wire.Reply {
 	p.rid++
 	h.RID = string(rune('a'+p.rid%26)) + strings.Repeat("x", p.rid/26)
 	p.send(m)
+	return p.reply(h.RID)
+}
+
+// reply reads p's frames until the reply to rid.
+func (p *peer) reply(rid string) *wire.Reply {
+	p.t.Helper()
 	for {
-		if r, ok := p.next().(*wire.Reply); ok && r.RID == h.RID {
+		if r, ok := p.next().(*wire.Reply); ok && r.RID == rid {
 			return r
 		}
 	}
