@@ -46,7 +46,42 @@ func openHostState(ctx context.Context, nc *nats.Conn, replicas int) (*hostState
 	if err != nil {
 		return nil, fmt.Errorf("cluster: host state bucket %s: %w", hostBucket, err)
 	}
+	// The bucket answers reads once a replica has caught up with its
+	// leader, a moment after it was created: wait for that here, so that
+	// the node's first takeover does not find it silent.
+	wctx, cancel := context.WithTimeout(ctx, hostWait)
+	defer cancel()
+	err = untilAnswered(wctx, func() error {
+		_, err := kv.Get(wctx, "ready")
+		return err
+	})
+	if err != nil && !errors.Is(err, natsjs.ErrKeyNotFound) {
+		return nil, fmt.Errorf("cluster: host state bucket %s: %w", hostBucket, err)
+	}
 	return &hostState{kv: kv}, nil
+}
+
+// untilAnswered calls op until JetStream answers it: a bucket's stream
+// electing a leader, or replicas not caught up yet, answer nothing for a
+// moment. It returns op's last error once ctx ends or op fails otherwise.
+func untilAnswered(ctx context.Context, op func() error) error {
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := op()
+		if !silent(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// silent reports whether err is JetStream not answering, after which the
+// same request may work.
+func silent(err error) bool {
+	return errors.Is(err, natsjs.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
 
 func hostKey(kind, doc string) string {
@@ -66,13 +101,19 @@ func (h *hostState) put(kind, doc string, v any) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
 	defer cancel()
-	_, err = h.kv.Put(ctx, hostKey(kind, doc), raw)
-	return err
+	return untilAnswered(ctx, func() error {
+		_, err := h.kv.Put(ctx, hostKey(kind, doc), raw)
+		return err
+	})
 }
 
 // get reads kind's value of doc into v; false if none is stored.
 func (h *hostState) get(ctx context.Context, kind, doc string, v any) (bool, error) {
-	e, err := h.kv.Get(ctx, hostKey(kind, doc))
+	var e natsjs.KeyValueEntry
+	err := untilAnswered(ctx, func() (err error) {
+		e, err = h.kv.Get(ctx, hostKey(kind, doc))
+		return err
+	})
 	if errors.Is(err, natsjs.ErrKeyNotFound) {
 		return false, nil
 	}

@@ -7,8 +7,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/accord-crdt/accord/internal/natstest"
 	"github.com/accord-crdt/accord/question"
@@ -264,5 +268,62 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 		if !containsDecision(planB, id) {
 			t.Fatalf("b's plan lacks the %s card: %s", key, planB)
 		}
+	}
+}
+
+// silentKV answers its first silent reads and writes with "no
+// responders", as a bucket does whose stream is electing a leader or
+// whose replicas have not caught up yet.
+type silentKV struct {
+	natsjs.KeyValue
+	mu     sync.Mutex
+	silent int
+}
+
+func (k *silentKV) quiet() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.silent > 0 {
+		k.silent--
+		return true
+	}
+	return false
+}
+
+func (k *silentKV) Get(ctx context.Context, key string) (natsjs.KeyValueEntry, error) {
+	if k.quiet() {
+		return nil, nats.ErrNoResponders
+	}
+	return k.KeyValue.Get(ctx, key)
+}
+
+func (k *silentKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if k.quiet() {
+		return 0, nats.ErrNoResponders
+	}
+	return k.KeyValue.Put(ctx, key, value)
+}
+
+// TestHostStateWaitsForASilentBucket: a node taking a document over reads
+// the plan its predecessor stored even when the bucket answers nothing
+// for a moment, rather than going on with its own and overwriting it.
+func TestHostStateWaitsForASilentBucket(t *testing.T) {
+	s := natstest.RunServer(t)
+	nc := natstest.Connect(t, s.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := openHostState(ctx, nc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &silentKV{KeyValue: h.kv, silent: 3}
+	h.kv = kv
+	if err := h.put("planner", demoDoc, plannerState{Runs: 2}); err != nil || kv.silent != 0 {
+		t.Fatalf("put through a silent bucket: %v (%d silences left)", err, kv.silent)
+	}
+	kv.silent = 3
+	var got plannerState
+	if found, err := h.get(ctx, "planner", demoDoc, &got); err != nil || !found || got.Runs != 2 || kv.silent != 0 {
+		t.Fatalf("get through a silent bucket: %+v found %v, %v (%d silences left)", got, found, err, kv.silent)
 	}
 }

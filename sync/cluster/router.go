@@ -190,6 +190,9 @@ func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease bucket %s: %w", o.Bucket, err)
 	}
+	if err := awaitReads(ctx, kv); err != nil {
+		return nil, fmt.Errorf("cluster: lease bucket %s: %w", o.Bucket, err)
+	}
 	run := rand.Text()
 	self, _ := json.Marshal(owner{Node: o.Node, URL: o.URL, Run: run})
 	// A dead owner's machine may not refuse the connection but never
@@ -297,6 +300,17 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 			}
 			continue
 		}
+		if transient(err) && ctx.Err() == nil {
+			// The bucket's replicas answer reads once they are caught up:
+			// none may yet, just after the bucket was created or a server
+			// came back.
+			select {
+			case <-ctx.Done():
+				return "", "", 0, ctx.Err()
+			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			return "", "", 0, fmt.Errorf("cluster: read lease of %q: %w", doc, err)
 		}
@@ -341,6 +355,32 @@ func takenMeanwhile(err error) bool {
 func transient(err error) bool {
 	return errors.Is(err, natsjs.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// readyWait bounds how long New waits for a lease bucket to answer reads.
+const readyWait = 10 * time.Second
+
+// awaitReads returns once kv answers a read. A bucket's replicas answer
+// reads (KV reads go to any of them) only once they are caught up with
+// its leader, a moment after the bucket was created: a node that served
+// requests before then would refuse its first clients for no reason.
+func awaitReads(ctx context.Context, kv natsjs.KeyValue) error {
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		_, err := kv.Get(ctx, "ready")
+		if err == nil || errors.Is(err, natsjs.ErrKeyNotFound) {
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return fmt.Errorf("no answer to a read: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no answer to a read: %w", err)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Owns reports whether this node holds doc's lease, and is not handing
