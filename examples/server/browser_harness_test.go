@@ -105,11 +105,15 @@ func (s *testServer) startDemo() map[string]string {
 		s.t.Fatalf("POST /api/demo/start: %v", err)
 	}
 	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
 	var body struct {
 		Opened []struct{ Key, ID string }
 	}
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != 200 {
-		s.t.Fatalf("POST /api/demo/start: status %d, %v", res.StatusCode, err)
+	if err == nil {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil || res.StatusCode != 200 {
+		s.t.Fatalf("POST /api/demo/start: status %d, %v: %s", res.StatusCode, err, raw)
 	}
 	ids := map[string]string{}
 	for _, o := range body.Opened {
