@@ -149,8 +149,9 @@ type leaseAt struct {
 	rev uint64
 }
 
-// New opens (or creates) the lease bucket and starts the renewal loop.
-// Close stops it.
+// New opens (or creates) the lease bucket, waits until it answers reads
+// (at most 10 seconds; a replicated bucket just created answers none for
+// a moment) and starts the renewal loop. Close stops it.
 func New(ctx context.Context, local http.Handler, o Options) (*Router, error) {
 	if o.Conn == nil || o.Node == "" || o.URL == "" || local == nil {
 		return nil, errors.New("cluster: New needs a local handler, Options.Conn, Node and URL")
