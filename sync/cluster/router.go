@@ -276,10 +276,8 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 			if uncertain.IsZero() {
 				uncertain = sent
 			}
-			select {
-			case <-ctx.Done():
-				return "", "", 0, ctx.Err()
-			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+			if err := pause(ctx, time.Duration(attempt+1)*20*time.Millisecond); err != nil {
+				return "", "", 0, err
 			}
 			continue
 		}
@@ -294,10 +292,8 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 			// Expired or released meanwhile, or read from a replica that
 			// has not seen the lease yet (KV reads may go to any replica):
 			// try again.
-			select {
-			case <-ctx.Done():
-				return "", "", 0, ctx.Err()
-			case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+			if err := pause(ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
+				return "", "", 0, err
 			}
 			continue
 		}
@@ -305,10 +301,8 @@ func (r *Router) owner(ctx context.Context, doc string) (node, url string, rev u
 			// The bucket's replicas answer reads once they are caught up:
 			// none may yet, just after the bucket was created or a server
 			// came back.
-			select {
-			case <-ctx.Done():
-				return "", "", 0, ctx.Err()
-			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+			if err := pause(ctx, time.Duration(attempt+1)*20*time.Millisecond); err != nil {
+				return "", "", 0, err
 			}
 			continue
 		}
@@ -373,14 +367,19 @@ func awaitReads(ctx context.Context, kv natsjs.KeyValue) error {
 		if err == nil || errors.Is(err, natsjs.ErrKeyNotFound) {
 			return nil
 		}
-		if !transient(err) || ctx.Err() != nil {
+		if !transient(err) || pause(ctx, wait) != nil {
 			return fmt.Errorf("no answer to a read: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("no answer to a read: %w", err)
-		case <-time.After(wait):
-		}
+	}
+}
+
+// pause waits d, or returns ctx's error if ctx ends first.
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 
