@@ -89,16 +89,17 @@ func (d *document) pumpJoins() {
 		d.joining[j.c] = cur
 		j.c.joining.Store(true)
 		m := j.c.login()
-		if d.sendPaced(j.c, &encoded{msg: &wire.Welcome{
+		welcome, ok := d.encode(j.c, &encoded{msg: &wire.Welcome{
 			Header: wire.Header{Kind: wire.KindWelcome}, V: wire.Version, Doc: d.id,
 			Member: m.Login, Write: m.Write, Records: recs,
-		}}) == 0 {
-			// Its records exceed one frame's limits (logged by sendPaced).
+		}})
+		if !ok {
+			// Its records exceed one frame's limits (logged by encode).
 			j.c.replyError(j.c.format, "", string(question.Unavailable), "the document's records do not fit in one welcome frame")
 			j.c.close()
 			continue
 		}
-		d.presence.add(j.c) // after the welcome: presence never precedes it
+		d.presence.add(j.c, func() { j.c.sendPaced(welcome) })
 	}
 	d.hellos = nil
 	for c, cur := range d.joining {
@@ -127,13 +128,23 @@ func (d *document) pumpJoins() {
 
 // sendPaced queues a join frame and returns its size.
 func (d *document) sendPaced(c *conn, e *encoded) int {
-	f, err := e.frame(c.format)
-	if err != nil {
-		d.s.opts.Logger.Error("encode", "doc", d.id, "kind", e.msg.FrameKind(), "err", err)
+	f, ok := d.encode(c, e)
+	if !ok {
 		return 0
 	}
 	c.sendPaced(f)
 	return len(f.data)
+}
+
+// encode returns e's frame in c's format; false, logged, if it cannot be
+// encoded within a frame's limits.
+func (d *document) encode(c *conn, e *encoded) (frame, bool) {
+	f, err := e.frame(c.format)
+	if err != nil {
+		d.s.opts.Logger.Error("encode", "doc", d.id, "kind", e.msg.FrameKind(), "err", err)
+		return frame{}, false
+	}
+	return f, true
 }
 
 // catchUp returns the frame that brings a replica holding have up to the

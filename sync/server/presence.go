@@ -17,7 +17,7 @@ import (
 // presence never waits for a commit group, never reaches the authority
 // or the store, and a busy document's presence costs its edits only the
 // relaying. Read pumps publish; the document goroutine adds a connection
-// once its welcome is queued, so presence never precedes it.
+// as it queues its welcome (add).
 //
 // Relaying is batched: what connections publish within presenceFlush
 // goes out as one frame holding the latest entry of each, encoded once
@@ -67,11 +67,17 @@ func presenceFrame(m wire.Presence) *encoded {
 	return &encoded{msg: &m}
 }
 
-// add makes a joined connection a recipient, sent everyone's standing
-// state in one batch. A document where nobody publishes sends nothing.
-func (h *presenceHub) add(c *conn) {
+// add queues a joining connection's welcome (welcome) and makes the
+// connection a recipient, sent everyone's standing state in one batch
+// after it. Both happen under the hub's lock, so presence never precedes
+// the welcome, and a frame the connection publishes as soon as it is
+// welcomed (a replica publishes its state again after a reconnect) finds
+// it joined rather than being dropped. A document where nobody publishes
+// sends nothing more.
+func (h *presenceHub) add(c *conn, welcome func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	welcome()
 	if _, ok := h.conns[c]; ok {
 		return
 	}
