@@ -59,7 +59,9 @@ func newPresenceHub(o *Options) *presenceHub {
 
 // maxPresenceQueued bounds the presence frames waiting in one outbox:
 // beyond it a connection misses presence rather than being dropped as
-// slow; presence is ephemeral and the next batch says it again.
+// slow. Presence is ephemeral: a state it missed reaches it with the
+// member's next frame (clients publish a standing state again now and
+// then), or in full when it reconnects.
 const maxPresenceQueued = 16
 
 func presenceFrame(m wire.Presence) *encoded {
