@@ -27,6 +27,15 @@
 // same turn under the same id, never a second one; a call the client
 // cancels or abandons returns at once and changes nothing.
 //
+// # Sessions
+//
+// One session acts on one document, named by the request that opens it.
+// It belongs to the bearer token that opened it: a request naming the
+// session (its Mcp-Session-Id) under any other token is refused with 403
+// and served nothing, whatever documents that token may reach, so a
+// session id that leaks does not carry one token's rights over to
+// another. A host serving without tokens has nothing to bind sessions to.
+//
 // # Usage
 //
 //	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Turns: host.Chat, Token: token, OnAwait: driver.Poke})
@@ -41,7 +50,9 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,8 +62,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question"
@@ -80,7 +93,8 @@ type Options struct {
 	Token string
 	// Tokens are more bearer tokens, each limited to the documents it
 	// lists (an empty list: any document). A request carrying one for
-	// another document is refused with 403.
+	// another document is refused with 403. A session belongs to the
+	// token that opened it (see Sessions in the package documentation).
 	Tokens map[string][]string
 	// Doc picks the document a session acts on from its first request;
 	// nil reads the "doc" query parameter. An error refuses the session.
@@ -112,6 +126,9 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Tools == nil {
 		return nil, errors.New("mcp: Options.Tools is required")
 	}
+	if err := checkTokens(opts); err != nil {
+		return nil, err
+	}
 	if opts.Doc == nil {
 		opts.Doc = func(r *http.Request) (string, error) {
 			if d := r.URL.Query().Get("doc"); d != "" {
@@ -139,7 +156,35 @@ func NewHandler(opts Options) (*Handler, error) {
 	h.http = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{
 		Logger: sdkLog, SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
 	})
+	if opts.Token != "" || len(opts.Tokens) > 0 {
+		// ServeHTTP has checked the token by then; this only names it to
+		// the SDK, which binds each session to the name it opened with
+		// and refuses (403) a request on the session under another.
+		h.http = auth.RequireBearerToken(tokenOwner, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h.http)
+	}
 	return h, nil
+}
+
+// checkTokens refuses bearer tokens that cannot travel in an
+// Authorization header as one word: the SDK, which binds sessions to
+// tokens, reads the header's second word.
+func checkTokens(opts Options) error {
+	for tok := range opts.Tokens {
+		if strings.ContainsFunc(tok, unicode.IsSpace) {
+			return errors.New("mcp: a token of Options.Tokens holds a space")
+		}
+	}
+	if strings.ContainsFunc(opts.Token, unicode.IsSpace) {
+		return errors.New("mcp: Options.Token holds a space")
+	}
+	return nil
+}
+
+// tokenOwner names the token a request carries, as the SDK binds a
+// session to it: by its SHA-256, so the session table holds no token.
+func tokenOwner(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	sum := sha256.Sum256([]byte(token))
+	return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:])}, nil
 }
 
 // atLeast passes on the records of its handler from a level up.

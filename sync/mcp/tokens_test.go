@@ -1,11 +1,18 @@
 package mcp_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/accord-crdt/accord/persist/memstore"
+	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
@@ -61,5 +68,134 @@ func TestTokensLimitedToDocuments(t *testing.T) {
 		if tc.want != 0 && res.StatusCode != tc.want {
 			t.Errorf("token %q on %s: %d, want %d", tc.token, tc.doc, res.StatusCode, tc.want)
 		}
+	}
+}
+
+// TestSessionBoundToItsToken: a session answers only requests carrying
+// the token that opened it. tok-two opens a session on plan-2; the same
+// session id under any other token (one limited to plan-1, an unlimited
+// one, the main token), by POST, GET or DELETE, is refused and serves
+// nothing of plan-2, and the session goes on working for tok-two.
+func TestSessionBoundToItsToken(t *testing.T) {
+	host := memhost.New()
+	host.Docs.Set("plan-1", delivery.Block{ID: "p1", Kind: delivery.Paragraph, Text: "Plan one's paragraph."})
+	host.Docs.Set("plan-2", delivery.Block{ID: "p2", Kind: delivery.Paragraph, Text: "Plan two's secret paragraph."})
+	store := memstore.New()
+	local := delivery.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
+		return question.NewAuthority(ctx, question.Options{Store: store, Doc: doc})
+	})
+	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Token: "main", Tokens: map[string][]string{
+		"tok-one": {"plan-1"},
+		"tok-two": {"plan-2"},
+		"tok-any": nil,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint:   srv.URL + "/mcp?doc=plan-2",
+		HTTPClient: &http.Client{Transport: bearer{token: "tok-two", next: http.DefaultTransport}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	session := cs.ID()
+	const secret = "Plan two's secret paragraph."
+
+	// send makes one request on the session as tok would, and returns
+	// its status and body.
+	send := func(method, tok, doc string) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_plan","arguments":{}}}`)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+"/mcp?doc="+doc, body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if method == http.MethodGet {
+			req.Header.Set("Accept", "text/event-stream")
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+		return res.StatusCode, string(b)
+	}
+
+	// The request is well formed: under the session's own token it reads
+	// plan-2.
+	if code, body := send(http.MethodPost, "tok-two", "plan-2"); code != http.StatusOK || !strings.Contains(body, secret) {
+		t.Fatalf("tok-two on its own session: %d %q, want 200 and plan-2's blocks", code, body)
+	}
+	for _, tc := range []struct{ method, token, doc string }{
+		{http.MethodPost, "tok-one", "plan-1"},
+		{http.MethodPost, "tok-one", "plan-2"},
+		{http.MethodPost, "tok-any", "plan-2"},
+		{http.MethodPost, "main", "plan-2"},
+		{http.MethodGet, "tok-one", "plan-1"},
+		{http.MethodDelete, "tok-one", "plan-1"},
+		{http.MethodDelete, "tok-any", "plan-2"},
+	} {
+		code, body := send(tc.method, tc.token, tc.doc)
+		if code != http.StatusForbidden && code != http.StatusNotFound {
+			t.Errorf("%s by %s naming %s on tok-two's session: %d %q, want 403 or 404", tc.method, tc.token, tc.doc, code, body)
+		}
+		if strings.Contains(body, secret) {
+			t.Errorf("%s by %s naming %s was served plan-2: %q", tc.method, tc.token, tc.doc, body)
+		}
+	}
+	// The refused DELETEs did not end the session.
+	var plan delivery.ReadPlanResult
+	ok(t, cs, "read_plan", map[string]any{}, &plan)
+	if len(plan.Blocks) != 1 || plan.Blocks[0].Text != secret {
+		t.Fatalf("tok-two's session after the refusals reads %+v", plan.Blocks)
+	}
+}
+
+// TestTokensWithSpacesRefused: a token that cannot travel as one word of
+// an Authorization header fails the host at start, never an agent later.
+func TestTokensWithSpacesRefused(t *testing.T) {
+	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: delivery.NewLocal(nil), Document: memhost.New().Docs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts mcp.Options
+		ok   bool
+	}{
+		{"one word", mcp.Options{Token: "s3cret", Tokens: map[string][]string{"other": nil}}, true},
+		{"a space in Token", mcp.Options{Token: "s3 cret"}, false},
+		{"a tab in Tokens", mcp.Options{Tokens: map[string][]string{"s3\tcret": {"plan-1"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Tools = tools
+			h, err := mcp.NewHandler(tc.opts)
+			if (err == nil) != tc.ok {
+				t.Fatalf("NewHandler: %v, want ok %v", err, tc.ok)
+			}
+			if h != nil {
+				h.Close()
+			}
+		})
 	}
 }
