@@ -58,6 +58,9 @@ type app struct {
 	watcher  *research.Watcher // research.go
 	desk     *personaDesk      // personas.go
 	sessions *sessions         // signin.go
+	// links lists the demo members' sign-in links in GET /api/session
+	// (demoOptions.DemoLinks).
+	links bool
 
 	// In a cluster (cluster_state.go): where the host state is kept, and
 	// whether this node owns a document.
@@ -70,7 +73,7 @@ type app struct {
 }
 
 func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, error) {
-	a := &app{log: log, host: memhost.New(), feed: newPlanFeed()}
+	a := &app{log: log, host: memhost.New(), feed: newPlanFeed(), links: demo.DemoLinks}
 	demo.setDefaults()
 	var err error
 	if a.sessions, err = openSessions(demo.Dir, demo.SessionKey, demo.TrustMemberParam, log); err != nil {
@@ -182,16 +185,21 @@ func (a *app) placeCards(ctx context.Context, doc string) error {
 func (a *app) routes(mux *http.ServeMux) {
 	mux.Handle("/sync", a.srv)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
-	// The page asks who it is signed in as; someone not signed in gets the
-	// demo members' sign-in links (the demo lets anyone be any of them).
+	// The page asks who it is signed in as. The demo lets anyone be any
+	// member, but only where a.links says so does it list their sign-in
+	// links: on a server others can reach, a link is a writer's key.
 	mux.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
 		type member struct {
 			persona
-			SignIn string `json:"signIn"`
+			SignIn string `json:"signIn,omitempty"`
 		}
 		var members []member
 		for _, p := range personas {
-			members = append(members, member{p, a.sessions.invite("", p)})
+			m := member{persona: p}
+			if a.links {
+				m.SignIn = a.sessions.invite("", p)
+			}
+			members = append(members, m)
 		}
 		out := map[string]any{"doc": demoDoc, "members": members}
 		if m, ok := a.sessions.memberOf(r); ok {

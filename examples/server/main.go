@@ -12,6 +12,8 @@
 //	ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
 //	ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
 //	                      (a cluster's nodes must share one)
+//	ACCORD_DEMO_LINKS     1 lists the demo members' sign-in links on the page to anyone, as
+//	                      it does anyway when the server listens on a loopback address
 //	ACCORD_SYNC_LIMITS    off turns off the sync server's rates per connection and its cap on
 //	                      connections per member (load tools only)
 //	ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
@@ -31,8 +33,9 @@
 // ACCORD_ADMIN_TOKEN the endpoint does not exist.
 //
 // At start it prints a sign-in link per demo member (signin.go): ana and
-// ben write, rita only reads; the page at / offers the same links to
-// someone not signed in. A deterministic demo Planner (no network, no model) opens
+// ben write, rita only reads. On a loopback address (or with
+// ACCORD_DEMO_LINKS=1) the page at / offers the same links to someone not
+// signed in; elsewhere it says to ask the operator for one. A deterministic demo Planner (no network, no model) opens
 // decisions, asks a question and acts on the answers people save. A demo
 // research host runs research and investigations (a deterministic fake
 // that takes a few seconds; Ana has a paired machine, Ben none), and demo
@@ -115,6 +118,7 @@ func serve(ctx context.Context, ln net.Listener, data string, log *slog.Logger, 
 func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog.Logger, out io.Writer) error {
 	data := demo.Dir
 	defer ln.Close()
+	demo.DemoLinks = demo.DemoLinks || loopback(ln.Addr())
 	store, err := openStore(ctx, demo, ln, log) // bbolt, or the cluster's stream (cluster.go)
 	if err != nil {
 		return err
@@ -158,6 +162,9 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 			role = "reads only"
 		}
 		fmt.Fprintf(out, "  %s (%s): %s\n", p.Name, role, app.sessions.invite("http://"+addr, p))
+	}
+	if !demo.DemoLinks {
+		fmt.Fprintln(out, "The page does not list these links, since the server is reachable beyond this machine: hand them out yourself (ACCORD_DEMO_LINKS=1 lists them).")
 	}
 
 	select {

@@ -58,12 +58,18 @@ type demoOptions struct {
 	// tools that write as fast as they can from many connections of one
 	// member, never for people.
 	NoLimits bool
+	// DemoLinks lists the demo members' sign-in links to anyone who asks
+	// (GET /api/session, the page): ACCORD_DEMO_LINKS=1, or a server
+	// listening on a loopback address (serveDemo), which only this
+	// machine reaches. Anywhere else a link would let a stranger in as a
+	// writer, so only the operator hands them out.
+	DemoLinks bool
 }
 
 // demoFromEnv reads the demo's options from the environment (main.go
 // documents the variables).
 func demoFromEnv(dir string) demoOptions {
-	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0", TrustMemberParam: os.Getenv("ACCORD_TRUST_MEMBER_PARAM") == "1", SessionKey: os.Getenv("ACCORD_SESSION_KEY"), NoLimits: os.Getenv("ACCORD_SYNC_LIMITS") == "off"}
+	o := demoOptions{Dir: dir, Personas: os.Getenv("ACCORD_PERSONAS") != "0", TrustMemberParam: os.Getenv("ACCORD_TRUST_MEMBER_PARAM") == "1", SessionKey: os.Getenv("ACCORD_SESSION_KEY"), NoLimits: os.Getenv("ACCORD_SYNC_LIMITS") == "off", DemoLinks: os.Getenv("ACCORD_DEMO_LINKS") == "1"}
 	for _, v := range []struct {
 		key string
 		to  *time.Duration

@@ -3,11 +3,12 @@ package main
 // Signing in (README: "Signing in"): the server mints an invite link per
 // demo member, an HMAC-signed token naming the member, whether they may
 // write, and when it expires. Opening a link starts a session: a second
-// signed token, in an HttpOnly SameSite cookie. Every route, both
-// WebSockets and MCP take the member from that session (or from a token
-// in an Authorization header, for programs), never from the URL. The key
-// lives in the data folder, so a restart keeps sessions; rotating it ends
-// every session at once.
+// signed token, in an HttpOnly SameSite cookie. Every route and
+// WebSocket takes the member from that session (or from a token in an
+// Authorization header, for programs), never from the URL; MCP has a
+// bearer token of its own (mcp.go). The key lives in the data folder, so
+// a restart keeps sessions; rotating it ends every session at once. The
+// page lists the links only on a loopback address (demoOptions.DemoLinks).
 //
 // The library has no authentication of its own: a host decides who a
 // connection is in server.Options.Authorize, as app.go does with
@@ -27,7 +28,9 @@ import (
 	"log/slog"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,6 +205,19 @@ func (s *sessions) memberOf(r *http.Request) (persona, bool) {
 	p, ok := personaNamed(c.Member)
 	p.Write = p.Write && c.Write
 	return p, ok
+}
+
+// loopback reports whether addr is a loopback address (127.0.0.0/8,
+// ::1), which only this machine reaches: a server listening there may
+// hand the demo's sign-in links to whoever opens the page. An unspecified
+// address (0.0.0.0, ::) listens on every interface, so it is not one.
+func loopback(addr net.Addr) bool {
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func personaNamed(login string) (persona, bool) {

@@ -56,10 +56,13 @@ async function main() {
 
 /**
  * The page of someone not signed in: the demo members' sign-in links
- * (the server prints the same links when it starts).
+ * (the server prints the same links when it starts). A server others can
+ * reach lists none, since a link lets anyone in as that member: the page
+ * then says to ask for one.
  * @param {{session: Session}} props
  */
 function SignIn({ session }) {
+  const links = session.members.filter((m) => m.signIn);
   return (
     <div class="page signin" data-testid="signin">
       <header class="top">
@@ -70,17 +73,25 @@ function SignIn({ session }) {
       </header>
       <main class="signin-body">
         <h1>Sign in to the demo plan</h1>
-        <p>Pick a demo member. Ana and Ben can change decisions; Rita can only read them.</p>
-        <ul class="signin-links">
-          {session.members.map((m) => (
-            <li key={m.login}>
-              <a href={m.signIn} data-testid={`signin-${m.login}`}>
-                Sign in as {m.name}
-              </a>
-              <span class="muted">{m.write ? " can edit and save" : " reads only"}</span>
-            </li>
-          ))}
-        </ul>
+        {links.length ? (
+          <>
+            <p>Pick a demo member. Ana and Ben can change decisions; Rita can only read them.</p>
+            <ul class="signin-links">
+              {links.map((m) => (
+                <li key={m.login}>
+                  <a href={m.signIn} data-testid={`signin-${m.login}`}>
+                    Sign in as {m.name}
+                  </a>
+                  <span class="muted">{m.write ? " can edit and save" : " reads only"}</span>
+                </li>
+              ))}
+            </ul>
+          </>
+        ) : (
+          <p data-testid="signin-ask">
+            Ask the person who runs this server for your sign-in link: it prints one for each demo member when it starts.
+          </p>
+        )}
       </main>
     </div>
   );
