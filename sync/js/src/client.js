@@ -14,8 +14,10 @@
 //     it claims are the ones displayed;
 //   - definitions are adopted forward only (never fewer options or
 //     criteria than held);
-//   - a lost connection is redialled with backoff, and a replica missing
-//     changes reconnects to catch up;
+//   - a lost connection is redialled with the same jittered exponential
+//     backoff, restarted after a connection that stayed up a while or that
+//     the server closed with 1012 or 1013 (reconnectDelay, restartsBackoff),
+//     and a replica missing changes reconnects to catch up;
 //   - question:changes frames (one change or a commit group's several)
 //     that arrive together are applied in one call, and whether a frame's
 //     heads are in the history is read from the heads the replica has
@@ -67,7 +69,11 @@ const A = R.A;
  * @typedef {import("./presence.js").Peer} Peer
  * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
  *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
- *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number}} ClientOptions
+ *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number, minBackoff?: number, maxBackoff?: number}} ClientOptions
+ *
+ * minBackoff and maxBackoff (ms) bound the wait before each redial, as the
+ * Go client's Options.MinBackoff and MaxBackoff (defaults 50 and 5000):
+ * see reconnectDelay.
  *
  * known holds every hash that has been one of the replica's heads since it
  * last took a whole document (or since its history was last all accepted;
@@ -131,6 +137,9 @@ export class Client {
     this.onStorageError = opts.onStorageError || null;
     this.storeDelay = opts.storeDelay ?? 150;
     this.requestTimeout = opts.requestTimeout ?? 30000;
+    /** the redial backoff's bounds (ms) */
+    this.minBackoff = opts.minBackoff > 0 ? opts.minBackoff : MIN_BACKOFF;
+    this.maxBackoff = Math.max(this.minBackoff, opts.maxBackoff > 0 ? opts.maxBackoff : MAX_BACKOFF);
     /** @type {StorageError|null} the last storage problem, null when none */
     this.storageProblem = null;
     /** @type {Promise<void>|null} reading the stored drafts (once) */
@@ -164,7 +173,10 @@ export class Client {
     this.note = null;
     /** @type {WebSocket|null} */
     this.ws = null;
+    /** redials since the backoff last restarted: the next waits reconnectDelay(attempts) */
     this.attempts = 0;
+    /** when this connection's welcome came (now()) */
+    this.welcomedAt = 0;
     this.rid = 0;
     this.stopped = false;
     /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
@@ -239,6 +251,7 @@ export class Client {
    */
   start() {
     this.stopped = false;
+    this.attempts = 0;
     if (!this.storage || this.restored) {
       this.connect();
       return;
@@ -490,10 +503,20 @@ export class Client {
     // An error is followed by close, which redials; without a handler
     // Node's ws throws it.
     ws.onerror = () => {};
-    ws.onclose = () => {
+    // Node's ws shows the response of a refused handshake (a browser's
+    // WebSocket does not): its Retry-After is the least wait before the
+    // next attempt, as for the Go client.
+    let retryAfter = 0;
+    if (typeof ws.on === "function") {
+      ws.on("unexpected-response", (/** @type {any} */ _req, /** @type {any} */ res) => {
+        retryAfter = retryAfterMs(res.headers["retry-after"]);
+        ws.terminate();
+      });
+    }
+    ws.onclose = (ev) => {
       if (ws !== this.ws) return;
       this.ws = null;
-      this.lost();
+      this.lost(ev.code, retryAfter);
     };
   }
 
@@ -549,8 +572,16 @@ export class Client {
     this.notify();
   }
 
-  /** The connection is gone: fail what waits for it and redial. */
-  lost() {
+  /**
+   * The connection is gone: fail what waits for it and redial after the
+   * backoff, restarted first when the connection stayed up long enough or
+   * the server closed it with 1012 or 1013 (restartsBackoff); a refused
+   * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
+   * @param {number} [code] the close code
+   * @param {number} [retryAfter]
+   */
+  lost(code = 0, retryAfter = 0) {
+    const served = this.welcomed ? now() - this.welcomedAt : -1;
     this.waiting = null;
     this.welcomed = false;
     if (this.peers.clear()) this.presenceChanged();
@@ -565,7 +596,8 @@ export class Client {
     }
     if (this.stopped) return;
     this.conn = "reconnecting";
-    const delay = Math.min(5000, 400 * 2 ** Math.min(this.attempts, 4)) * (0.75 + Math.random() * 0.5);
+    if (restartsBackoff(served, code, this)) this.attempts = 0;
+    const delay = Math.max(reconnectDelay(this.attempts, this), Math.min(retryAfter, this.maxBackoff));
     this.attempts++;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.connect(), delay);
@@ -578,7 +610,6 @@ export class Client {
     if (!ws) return;
     this.ws = null;
     ws.close(4000, "resync");
-    this.attempts = 0;
     this.lost();
   }
 
@@ -639,7 +670,7 @@ export class Client {
       case "welcome":
         this.welcomed = true;
         this.welcomedOnce = true;
-        this.attempts = 0;
+        this.welcomedAt = now();
         this.conn = "open";
         this.member = m.member || this.member;
         this.write = m.write === true;
@@ -1604,6 +1635,67 @@ const FINDINGS = new Set(["question:explore", "question:explore-stop", "question
 
 /** WebSocket's readyState when open. */
 const OPEN = 1;
+
+/** The redial backoff's bounds by default (ms), the Go client's. */
+const MIN_BACKOFF = 50;
+const MAX_BACKOFF = 5000;
+
+/**
+ * How long, in minBackoffs (and at most maxBackoff), a connection must stay
+ * up after its welcome for its loss to restart the backoff: a server that
+ * accepts and drops is redialled at most about twice a second.
+ */
+const STABLE_CONNECTIONS = 10;
+
+/**
+ * The wait (ms) before redial attempt n (from 0, counted since the
+ * backoff last restarted): between half and all of minBackoff·2ⁿ, capped
+ * at maxBackoff, uniformly, as the Go client waits (sync/replica). The
+ * jitter spreads the redials of the many clients a server restart drops
+ * at once.
+ * @param {number} attempt
+ * @param {{minBackoff: number, maxBackoff: number}} opts
+ * @param {() => number} [random] uniform in [0, 1)
+ * @returns {number}
+ */
+export function reconnectDelay(attempt, { minBackoff, maxBackoff }, random = Math.random) {
+  const d = Math.min(maxBackoff, minBackoff * 2 ** attempt);
+  return d / 2 + (d / 2) * random();
+}
+
+/**
+ * Whether a lost connection restarts the backoff from attempt 0, as the Go
+ * client decides it. One that stayed up STABLE_CONNECTIONS minBackoffs
+ * (at most maxBackoff) after its welcome ends the run of failed attempts
+ * before it: its server went away, and waiting out a grown backoff would
+ * only add to the outage. One the server closed with 1012 (the document
+ * moved, or its host restarts) or 1013 (a commit failed, try again) is
+ * served again at once, whatever came before. One that ended sooner, or
+ * before its welcome, keeps the backoff growing, against a server that
+ * accepts and drops.
+ * @param {number} served ms since the connection's welcome; negative when it had none
+ * @param {number} code its close code
+ * @param {{minBackoff: number, maxBackoff: number}} opts
+ * @returns {boolean}
+ */
+export function restartsBackoff(served, code, { minBackoff, maxBackoff }) {
+  if (served < 0) return false;
+  return served >= Math.min(maxBackoff, STABLE_CONNECTIONS * minBackoff) || code === 1012 || code === 1013;
+}
+
+/**
+ * The wait (ms) a Retry-After header asks for, in seconds or as an HTTP
+ * date (from at); 0 when it is absent or unreadable.
+ * @param {string|undefined} v
+ * @param {number} [at] ms since the epoch
+ * @returns {number}
+ */
+export function retryAfterMs(v, at = Date.now()) {
+  if (!v) return 0;
+  if (/^\s*\d+\s*$/.test(v)) return Math.min(Number(v), 24 * 3600) * 1000;
+  const t = Date.parse(v);
+  return t > at ? t - at : 0;
+}
 
 /** The layout of what a client stores (see store). */
 const STORE_VERSION = 1;

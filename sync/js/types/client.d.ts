@@ -5,6 +5,48 @@
  */
 export function findingsOf(rec: any): Finding[];
 /**
+ * The wait (ms) before redial attempt n (from 0, counted since the
+ * backoff last restarted): between half and all of minBackoff·2ⁿ, capped
+ * at maxBackoff, uniformly, as the Go client waits (sync/replica). The
+ * jitter spreads the redials of the many clients a server restart drops
+ * at once.
+ * @param {number} attempt
+ * @param {{minBackoff: number, maxBackoff: number}} opts
+ * @param {() => number} [random] uniform in [0, 1)
+ * @returns {number}
+ */
+export function reconnectDelay(attempt: number, { minBackoff, maxBackoff }: {
+    minBackoff: number;
+    maxBackoff: number;
+}, random?: () => number): number;
+/**
+ * Whether a lost connection restarts the backoff from attempt 0, as the Go
+ * client decides it. One that stayed up STABLE_CONNECTIONS minBackoffs
+ * (at most maxBackoff) after its welcome ends the run of failed attempts
+ * before it: its server went away, and waiting out a grown backoff would
+ * only add to the outage. One the server closed with 1012 (the document
+ * moved, or its host restarts) or 1013 (a commit failed, try again) is
+ * served again at once, whatever came before. One that ended sooner, or
+ * before its welcome, keeps the backoff growing, against a server that
+ * accepts and drops.
+ * @param {number} served ms since the connection's welcome; negative when it had none
+ * @param {number} code its close code
+ * @param {{minBackoff: number, maxBackoff: number}} opts
+ * @returns {boolean}
+ */
+export function restartsBackoff(served: number, code: number, { minBackoff, maxBackoff }: {
+    minBackoff: number;
+    maxBackoff: number;
+}): boolean;
+/**
+ * The wait (ms) a Retry-After header asks for, in seconds or as an HTTP
+ * date (from at); 0 when it is absent or unreadable.
+ * @param {string|undefined} v
+ * @param {number} [at] ms since the epoch
+ * @returns {number}
+ */
+export function retryAfterMs(v: string | undefined, at?: number): number;
+/**
  * The sync socket's URL for doc on the page's own server (its /sync
  * route, relative to the page), for browsers. The server takes the member
  * from the session cookie the browser sends with the upgrade.
@@ -38,6 +80,9 @@ export class Client {
     onStorageError: (err: StorageError) => void;
     storeDelay: number;
     requestTimeout: number;
+    /** the redial backoff's bounds (ms) */
+    minBackoff: number;
+    maxBackoff: number;
     /** @type {StorageError|null} the last storage problem, null when none */
     storageProblem: StorageError | null;
     /** @type {Promise<void>|null} reading the stored drafts (once) */
@@ -74,7 +119,10 @@ export class Client {
     note: Note | null;
     /** @type {WebSocket|null} */
     ws: WebSocket | null;
+    /** redials since the backoff last restarted: the next waits reconnectDelay(attempts) */
     attempts: number;
+    /** when this connection's welcome came (now()) */
+    welcomedAt: number;
     rid: number;
     stopped: boolean;
     /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
@@ -197,8 +245,15 @@ export class Client {
     receive(ws: WebSocket, m: any): void;
     /** @param {any} m */
     deliver(m: any): void;
-    /** The connection is gone: fail what waits for it and redial. */
-    lost(): void;
+    /**
+     * The connection is gone: fail what waits for it and redial after the
+     * backoff, restarted first when the connection stayed up long enough or
+     * the server closed it with 1012 or 1013 (restartsBackoff); a refused
+     * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
+     * @param {number} [code] the close code
+     * @param {number} [retryAfter]
+     */
+    lost(code?: number, retryAfter?: number): void;
     /** Ends the connection so the reconnect's hello catches the replicas up. */
     resync(): void;
     /** @param {any} m */
@@ -693,6 +748,10 @@ export type DecisionState = {
 export type PresenceState = import("./presence.js").PresenceState;
 export type Peer = import("./presence.js").Peer;
 /**
+ * minBackoff and maxBackoff (ms) bound the wait before each redial, as the
+ * Go client's Options.MinBackoff and MaxBackoff (defaults 50 and 5000):
+ * see reconnectDelay.
+ *
  * known holds every hash that has been one of the replica's heads since it
  * last took a whole document (or since its history was last all accepted;
  * see settle). It stands in for automerge's hasHeads, which rebuilds
@@ -713,6 +772,8 @@ export type ClientOptions = {
     storeDelay?: number;
     requestTimeout?: number;
     restoreTimeout?: number;
+    minBackoff?: number;
+    maxBackoff?: number;
 };
 /**
  * Who set one value of a decision's draft, when, and what it replaced

@@ -6,10 +6,16 @@
 // when its standard input closes (so a test that dies takes it along).
 // -presence-silence shortens how long a connection's presence stands
 // without a frame, for the test of silent connections.
+//
+// For the reconnect tests, POST /close?doc=D closes D's connections with
+// 1012 as a document handed to another node does (Server.CloseDocument),
+// and POST /fail-commit?doc=D makes D's next commit fail, after which the
+// server closes D's connections with 1013.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,9 +26,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/server"
@@ -41,10 +49,11 @@ func main() {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	store, err := boltstore.Open(filepath.Join(*data, "accord.db"), nil)
+	bolt, err := boltstore.Open(filepath.Join(*data, "accord.db"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
+	store := &failing{Store: bolt, docs: map[string]bool{}}
 	srv, err := server.New(server.Options{
 		Store:           store,
 		PresenceSilence: *silence,
@@ -66,6 +75,12 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/sync", srv)
+	mux.HandleFunc("POST /close", func(w http.ResponseWriter, r *http.Request) {
+		srv.CloseDocument(r.URL.Query().Get("doc"))
+	})
+	mux.HandleFunc("POST /fail-commit", func(w http.ResponseWriter, r *http.Request) {
+		store.failNext(r.URL.Query().Get("doc"))
+	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Printf("listening %s\n", ln.Addr())
@@ -82,4 +97,28 @@ func main() {
 	_ = srv.Shutdown(ctx)
 	_ = hs.Shutdown(ctx)
 	_ = store.Close()
+}
+
+// failing is the store whose next commit of a document fails when asked.
+type failing struct {
+	persist.Store
+	mu   sync.Mutex
+	docs map[string]bool
+}
+
+func (s *failing) failNext(doc string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs[doc] = true
+}
+
+func (s *failing) Commit(ctx context.Context, doc string, w *persist.Write) error {
+	s.mu.Lock()
+	fail := s.docs[doc]
+	delete(s.docs, doc)
+	s.mu.Unlock()
+	if fail {
+		return errors.New("commit failed on request")
+	}
+	return s.Store.Commit(ctx, doc, w)
 }
