@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -56,13 +57,10 @@ func TestServersJoinACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := recs[0].ID
-	deadline := time.Now().Add(waitTime)
-	for _, _, err := ben.Draft(id); err != nil; _, _, err = ben.Draft(id) {
-		if time.Now().After(deadline) {
-			t.Fatal("Ben on node b never received the decision Ana created on node a")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "Ben on node b to receive the decision Ana created on node a", func() (bool, string) {
+		_, _, err := ben.Draft(id)
+		return err == nil, fmt.Sprint(err)
+	})
 	if err := ben.Choose(id, "q1", "js", true); err != nil {
 		t.Fatal(err)
 	}
@@ -70,66 +68,68 @@ func TestServersJoinACluster(t *testing.T) {
 	if err != nil || len(res) != 1 || !res[0].OK {
 		t.Fatalf("Ben's save through node b: %+v %v", res, err)
 	}
-	for rec, _ := ana.Record(id); rec.Status != question.Settled || rec.Answer.By != "ben"; rec, _ = ana.Record(id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Ana on node a does not see Ben's save: %+v", rec)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "Ana on node a to see Ben's save", func() (bool, string) {
+		rec, _ := ana.Record(id)
+		return rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == "ben", fmt.Sprintf("%+v", rec)
+	})
 
 	// The demo started through b runs on a, the owner: its decisions
-	// reach Ana's connection, and both nodes serve the same plan.
+	// reach Ana's connection, and both nodes serve the same plan, which
+	// holds their cards (the owner adds each card as the decision it
+	// announces reaches the plan).
 	ids := b.startDemo()
 	for key, id := range ids {
-		for _, _, err := ana.Draft(id); err != nil; _, _, err = ana.Draft(id) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the demo's %s decision, opened through node b, never reached node a's client", key)
+		eventually(t, "the demo's "+key+" decision, opened through node b, to reach node a's client", func() (bool, string) {
+			_, _, err := ana.Draft(id)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	eventually(t, "both nodes to serve the plan with the demo's cards", func() (bool, string) {
+		pa, pb := getPlan(t, a), getPlan(t, b)
+		if pa != pb {
+			return false, "a: " + pa + "\nb: " + pb
+		}
+		for _, id := range ids {
+			if !json.Valid([]byte(pa)) || !containsDecision(pa, id) {
+				return false, "no card of " + id + ": " + pa
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	// The owner adds cards as the decisions it announces reach the plan,
-	// so the two reads agree once it has caught up.
-	pa, pb := getPlan(t, a), getPlan(t, b)
-	for pa != pb {
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes serve different plans:\na: %s\nb: %s", pa, pb)
-		}
-		time.Sleep(20 * time.Millisecond)
-		pa, pb = getPlan(t, a), getPlan(t, b)
-	}
-	for _, id := range ids {
-		if !json.Valid([]byte(pa)) || !containsDecision(pa, id) {
-			t.Fatalf("the plan lacks the card of %s: %s", id, pa)
-		}
-	}
+		return true, ""
+	})
 	// Each node's /metrics shows its part: a holds the plan's lease, b
 	// forwarded requests to it.
-	metric := func(s *testServer, name string) string {
-		res, err := http.Get(s.url("/metrics"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		for _, line := range strings.Split(string(raw), "\n") {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				return v
-			}
-		}
-		t.Fatalf("no %s on %s's /metrics", name, s.addr)
-		return ""
-	}
-	if got := metric(a, "accord_cluster_leases"); got != "1" {
+	if got := metric(t, a, "accord_cluster_leases"); got != "1" {
 		t.Fatalf("a holds %s leases, want 1", got)
 	}
-	if got := metric(b, "accord_cluster_forwarded_total"); got == "0" {
+	if got := metric(t, b, "accord_cluster_forwarded_total"); got == "0" {
 		t.Fatal("b forwarded nothing to a")
 	}
 	for _, name := range []string{"accord_cluster_handoffs_total", "accord_cluster_fenced_commits_total", "accord_cluster_leases_lost_total", "accord_cluster_leases_broken_total"} {
-		metric(a, name)
+		metric(t, a, name)
 	}
 }
+
+// metric reads the value of name on s's /metrics.
+func metric(t *testing.T, s *testServer, name string) string {
+	t.Helper()
+	res, err := http.Get(s.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s on %s's /metrics", name, s.addr)
+	return ""
+}
+
+// jobEnded reports whether a write-up or why-draft job was queued and
+// has ended.
+func jobEnded(j *question.Job) bool { return j != nil && j.State != question.JobPending }
 
 func waitHealthy(t *testing.T, s *testServer) {
 	t.Helper()
@@ -232,26 +232,35 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	if res, err := ana.Submit(ctx, id); err != nil || len(res) != 1 || !res[0].OK {
 		t.Fatalf("save: %+v %v", res, err)
 	}
-	eventually(t, "the Planner to answer in Chat on a", func() (bool, string) {
+	// The Planner is done with the answer once the turn that carried it
+	// ended (its thanks in Chat come last) and the answer's write-up and
+	// why-draft jobs ended (their states are in the record, which Ana's
+	// replica holds): a then changes its plan and Chat no more, and has
+	// stored both.
+	eventually(t, "the Planner to finish with the answer on a", func() (bool, string) {
 		got := a.chatTexts()
-		return slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "thanks") }), strings.Join(got, " | ")
+		thanked := slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "thanks") })
+		rec, _ := ana.Record(id)
+		return thanked && jobEnded(rec.WriteUp) && jobEnded(rec.WhyDraft),
+			fmt.Sprintf("chat %q; write-up %+v, why draft %+v", got, rec.WriteUp, rec.WhyDraft)
 	})
-	// What a shows once the Planner is done with the answer.
-	var planA, chatA string
-	eventually(t, "a's plan and Chat to settle", func() (bool, string) {
-		p, ch := getPlan(t, a), strings.Join(a.chatTexts(), "\n")
-		settled := p == planA && ch == chatA
-		planA, chatA = p, ch
-		time.Sleep(200 * time.Millisecond)
-		return settled, p
-	})
+	planA, chatA := getPlan(t, a), strings.Join(a.chatTexts(), "\n")
 	if !strings.Contains(planA, edited) {
 		t.Fatalf("a's plan lacks the edit: %s", planA)
 	}
 
 	a.stop() // crashes: the lease expires after a second
+	// b's answers count once b holds the plan's lease (a request for the
+	// plan makes it take the lease once a's has expired): they are then
+	// b's own, loaded from what a stored.
 	var planB, chatB string
 	eventually(t, "b to serve the plan a left", func() (bool, string) {
+		if n := metric(t, b, "accord_cluster_leases"); n != "1" {
+			if res, err := http.Get(b.url("/api/plan?member=rita&doc=" + demoDoc)); err == nil {
+				res.Body.Close()
+			}
+			return false, "b holds " + n + " leases"
+		}
 		res, err := http.Get(b.url("/api/plan?member=rita&doc=" + demoDoc))
 		if err != nil {
 			return false, err.Error()
