@@ -41,12 +41,14 @@
 // (ByteRate, ByteBurst: 1 MiB/s, bursts of twice ReadLimit). A frame over
 // them is held by the connection's reader until the bucket refills, so a
 // flood waits in its own socket, not in the document's queue, and the
-// other members are decided as before; a connection that stays throttled
-// for longer than Options.MaxThrottle (5 s) is closed with WebSocket close
-// code 1008 and the reason "rate limit: more than N frames/s" (or
-// bytes/s). Options.MaxMemberConnections (32 per login) and
-// MaxDocumentConnections (1024 per document) refuse the upgrade past them
-// with HTTP 429 and 503, as MaxConnections and MaxDocuments do with 503.
+// other members are decided as before; a connection that stays over its
+// rates for longer than Options.MaxThrottle (5 s) is closed with WebSocket
+// close code 1008 and the reason "rate limit: more than N frames/s" (or
+// bytes/s). It is over them until its buckets have refilled to what they
+// gain in a second, not merely until one frame passes without waiting.
+// Options.MaxMemberConnections (32 per login) and MaxDocumentConnections
+// (1024 per document) refuse the upgrade past them with HTTP 429 and 503,
+// as MaxConnections and MaxDocuments do with 503.
 // Zero takes these defaults; a negative value turns a limit off.
 // docs/PROTOCOL.md, "Rate and connection limits", tells clients what to
 // expect.

@@ -19,14 +19,26 @@ import (
 // socket that holds unread bytes resets it).
 const closeLinger = time.Second
 
+// rested is how long a connection must have stayed under its rates, in
+// tokens saved up, for a run over them to end: its buckets must hold
+// again what they refill in rested (their whole burst if that is less).
+// A frame that passes at once only because the read pump paused for a
+// moment (a busy CPU, a collection) holds a few tokens, far from that,
+// and does not forgive a flood.
+const rested = time.Second
+
 // limiter holds one connection's token buckets on incoming data frames
 // and their bytes (Options.FrameRate, ByteRate). Only the connection's
 // read pump uses it.
 type limiter struct {
 	frames, bytes *rate.Limiter // nil: no such limit
-	grace         time.Duration // Options.MaxThrottle; < 0: never close
-	// over is when the connection's current run of throttled frames
-	// began: zero if its last frame did not wait.
+	// frameLevel and byteLevel are the tokens the buckets must hold
+	// again before a frame for a run over the rates to end (rested).
+	frameLevel, byteLevel float64
+	grace                 time.Duration // Options.MaxThrottle; < 0: never close
+	// over is when the connection's current run over its rates began:
+	// the first frame that had to wait since the buckets last held
+	// their levels; zero if none did.
 	over  time.Time
 	timer *time.Timer
 }
@@ -45,9 +57,11 @@ func newLimiter(o *Options) *limiter {
 	l := &limiter{grace: o.MaxThrottle}
 	if o.FrameRate > 0 && o.FrameBurst > 0 {
 		l.frames = rate.NewLimiter(rate.Limit(o.FrameRate), o.FrameBurst)
+		l.frameLevel = min(float64(o.FrameBurst), o.FrameRate*rested.Seconds())
 	}
 	if o.ByteRate > 0 && o.ByteBurst > 0 {
 		l.bytes = rate.NewLimiter(rate.Limit(o.ByteRate), o.ByteBurst)
+		l.byteLevel = min(float64(o.ByteBurst), o.ByteRate*rested.Seconds())
 	}
 	if l.frames == nil && l.bytes == nil {
 		return nil
@@ -57,14 +71,37 @@ func newLimiter(o *Options) *limiter {
 
 // take accounts for one frame of n bytes. It returns at once while both
 // buckets hold enough tokens; otherwise it waits for them (throttled is
-// then true), unless done closes first (errClosed). It returns an
-// *overRate instead of waiting if the frame would leave the connection
-// throttled without a pause for longer than the grace: every frame since
-// over had to wait, and this one would wait until past over + grace. (A
-// frame larger than a burst could never pass; setDefaults keeps ByteBurst
-// at ReadLimit or more, so none is read.)
+// then true), unless done closes first (errClosed), or returns the
+// *overRate of reserve instead of waiting.
 func (l *limiter) take(n int, done <-chan struct{}) (throttled bool, err error) {
-	now := time.Now()
+	wait, err := l.reserve(time.Now(), n)
+	if wait == 0 || err != nil {
+		return wait > 0, err
+	}
+	if l.timer == nil {
+		l.timer = time.NewTimer(wait)
+	} else {
+		l.timer.Reset(wait)
+	}
+	select {
+	case <-l.timer.C:
+		return true, nil
+	case <-done:
+		l.timer.Stop()
+		return true, errClosed
+	}
+}
+
+// reserve takes the tokens of one frame of n bytes read at now and
+// returns how long the frame must wait for them. A frame that must wait
+// begins a run over the rates, if none is under way; the run ends only
+// at a frame that finds the buckets holding their levels again (rested),
+// not at the first frame that does not wait. reserve returns an
+// *overRate if the frame would leave the connection over its rates for
+// longer than the grace: it would wait until past over + grace. (A frame
+// larger than a burst could never pass; setDefaults keeps ByteBurst at
+// ReadLimit or more, so none is read.)
+func (l *limiter) reserve(now time.Time, n int) (time.Duration, error) {
 	var wait time.Duration
 	limit := ""
 	if l.frames != nil {
@@ -82,27 +119,27 @@ func (l *limiter) take(n int, done <-chan struct{}) (throttled bool, err error) 
 		}
 	}
 	if wait == 0 {
-		l.over = time.Time{}
-		return false, nil
+		if !l.over.IsZero() && l.rested(now, n) {
+			l.over = time.Time{}
+		}
+		return 0, nil
 	}
 	if l.over.IsZero() {
 		l.over = now
 	}
 	if wait == rate.InfDuration || l.grace >= 0 && now.Add(wait).Sub(l.over) > l.grace {
-		return true, l.overRate(limit)
+		return wait, l.overRate(limit)
 	}
-	if l.timer == nil {
-		l.timer = time.NewTimer(wait)
-	} else {
-		l.timer.Reset(wait)
+	return wait, nil
+}
+
+// rested reports whether the buckets held their levels at now before
+// the frame of n bytes reserve just took from them.
+func (l *limiter) rested(now time.Time, n int) bool {
+	if l.frames != nil && l.frames.TokensAt(now)+1 < l.frameLevel {
+		return false
 	}
-	select {
-	case <-l.timer.C:
-		return true, nil
-	case <-done:
-		l.timer.Stop()
-		return true, errClosed
-	}
+	return l.bytes == nil || l.bytes.TokensAt(now)+float64(n) >= l.byteLevel
 }
 
 func (l *limiter) overRate(limit string) *overRate {

@@ -62,6 +62,68 @@ func TestLimiterClosesAFrameThatWouldWaitTooLong(t *testing.T) {
 	}
 }
 
+// TestLimiterPauseDoesNotForgiveAFlood: at the default limits, a flood
+// whose reader pauses now and then (a busy CPU) has one frame pass at
+// once after each pause, among throttled ones. Those frames do not end
+// its run over the rate: it is refused once it has been over the rate
+// for MaxThrottle. A connection that rests for a second's worth of its
+// rate between two throttled bursts, each shorter than MaxThrottle, is
+// not.
+func TestLimiterPauseDoesNotForgiveAFlood(t *testing.T) {
+	o := limitOptions(nil)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	// flood sends frames from now, each as soon as the last one was let
+	// through, with a pause of 25 ms (more than one frame's tokens at
+	// 50/s) before every tenth, for up to d. It returns the time it
+	// stopped, the time of the first throttled frame, how many frames
+	// passed at once after it, and the error that refused a frame.
+	flood := func(l *limiter, now time.Time, d time.Duration) (end, first time.Time, passed int, err error) {
+		for i := 0; now.Sub(start) < 10*time.Minute; i++ {
+			if i%10 == 9 {
+				now = now.Add(25 * time.Millisecond)
+			}
+			if !first.IsZero() && now.Sub(first) > d {
+				break
+			}
+			wait, err := l.reserve(now, 100)
+			if err != nil {
+				return now, first, passed, err
+			}
+			switch {
+			case wait > 0 && first.IsZero():
+				first = now
+			case wait == 0 && !first.IsZero():
+				passed++
+			}
+			now = now.Add(wait)
+		}
+		return now, first, passed, nil
+	}
+
+	l := newLimiter(&o)
+	end, first, passed, err := flood(l, start, time.Minute)
+	if passed == 0 {
+		t.Fatal("no frame of the flood passed at once after the first throttled one")
+	}
+	if o, ok := err.(*overRate); !ok || o.limit != "frames" {
+		t.Fatalf("a flood over its rate for %v (%d frames let through at once among throttled ones) ended with %v, want refused for its frame rate",
+			end.Sub(first), passed, err)
+	}
+	if over := end.Sub(first); over > 5*time.Second || over < 4*time.Second {
+		t.Fatalf("the flood was refused after %v over its rate, want about MaxThrottle (5 s)", over)
+	}
+
+	l = newLimiter(&o)
+	end, first, _, err = flood(l, start, 4*time.Second)
+	if err != nil || first.IsZero() {
+		t.Fatalf("the first burst: throttled at %v, %v", first, err)
+	}
+	// 1.1 s at 50 frames/s refills more than 50 tokens.
+	if _, _, _, err := flood(l, end.Add(1100*time.Millisecond), 4*time.Second); err != nil {
+		t.Fatalf("a burst after a rest: %v", err)
+	}
+}
+
 // BenchmarkLimiterTake is the cost the limits add to each frame of a
 // connection under its rates (the normal path): two token buckets
 // checked, nothing waited for. For scale, decode is what the read pump

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,6 +341,69 @@ func TestRateLimitCloses(t *testing.T) {
 			// The other member's connection carries on.
 			ana.create("after")
 		})
+	}
+}
+
+// TestFloodIsClosedOnABusyCPU: at the default limits, a raw client that
+// floods a document with edits is closed with code 1008 for its frame
+// rate while the host's CPU is kept busy. The busy CPU pauses the
+// server's reader now and then, so some frames of the flood pass without
+// waiting; they must not forgive it.
+func TestFloodIsClosedOnABusyCPU(t *testing.T) {
+	ts := startWith(t, setup{})
+	c := join(t, ts.url, "plan-b", "ana", wire.Binary, nil)
+	id := create(t, c, matrixCard("busy", 3, 2, true, false))
+	f, docs := dialFlooder(t, ts, "plan-b", "flo", 1)
+	d, err := crdt.Load(docs[id], nil, crdt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Heads()
+	if err := d.Choose("q1", "o0", true); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := d.ChangesSince(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Twice as many busy loops as the process has threads running Go.
+	stop := make(chan struct{})
+	var spinning sync.WaitGroup
+	defer func() { close(stop); spinning.Wait() }()
+	for range 2 * runtime.GOMAXPROCS(0) {
+		spinning.Add(1)
+		go func() {
+			defer spinning.Done()
+			for n := 0; ; n++ {
+				if n%1024 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+
+	began := time.Now()
+	f.flood(mustEncode(t, &wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: "f"}, ID: id, Changes: ch}), -1)
+	var end error
+	select {
+	case end = <-f.ended:
+		f.ended <- end
+	case <-time.After(60 * time.Second):
+		st := ts.srv.Stats()
+		t.Fatalf("the flood still connected after 60 s: %d frames throttled, %d replies, %d rate closes", st.Throttled, f.replies.Load(), st.RateCloses)
+	}
+	st := ts.srv.Stats()
+	t.Logf("closed after %v: %d frames throttled, %d replies", time.Since(began), st.Throttled, f.replies.Load())
+	if !closedFor(end, "rate limit: more than 50 frames/s") {
+		t.Fatalf("the flood's connection ended with %v, want close code 1008 for its frame rate", end)
+	}
+	if st.RateCloses != 1 {
+		t.Fatalf("%d rate closes, want 1", st.RateCloses)
 	}
 }
 

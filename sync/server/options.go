@@ -123,12 +123,18 @@ type Options struct {
 	// MaxThrottle is how long a connection may stay over its rates. A
 	// frame that finds a bucket empty is not read on until the bucket
 	// holds its tokens, so a flooding connection is slowed while the
-	// others are not; a connection whose frames keep waiting, without a
-	// pause, for longer than MaxThrottle, or whose next frame would have
-	// to wait longer than that, is closed with WebSocket close code 1008
-	// (policy violation) and the reason "rate limit: more than N
-	// frames/s" (or bytes/s). Default 5 s; negative: such connections
-	// are only slowed, never closed.
+	// others are not. A connection is over its rates from the first
+	// frame that has to wait until its buckets have refilled to what
+	// they gain in a second (FrameRate frames and ByteRate bytes, or
+	// their bursts if less), that is until it stayed under its rates
+	// for a while: a frame that passes at once because the server
+	// paused reading for a moment (a busy CPU) does not end the time
+	// over them. A connection over its rates for longer than
+	// MaxThrottle (its frame that would have to wait past it), or whose
+	// next frame would have to wait longer than that, is closed with
+	// WebSocket close code 1008 (policy violation) and the reason "rate
+	// limit: more than N frames/s" (or bytes/s). Default 5 s; negative:
+	// such connections are only slowed, never closed.
 	MaxThrottle time.Duration
 	// MaxMemberConnections caps the connections one member (login,
 	// compared case-insensitively) holds at once on the Server, across
