@@ -95,7 +95,7 @@ func (a *Authority) Anchor(ctx context.Context, who Member, req AnchorRequest) (
 	}
 	out := make([]Record, len(ids))
 	for i, id := range ids {
-		out[i] = cloneRecord(a.decisions[id].rec)
+		out[i] = a.decisions[id].rec.Clone()
 	}
 	return out, nil
 }
@@ -211,7 +211,7 @@ func (a *Authority) DropPassages(ctx context.Context, ids []string, note string)
 	}
 	recs := make([]Record, len(out))
 	for i, id := range out {
-		recs[i] = cloneRecord(a.decisions[id].rec)
+		recs[i] = a.decisions[id].rec.Clone()
 	}
 	return recs, nil
 }

@@ -224,7 +224,7 @@ func (a *Authority) loadAnswers(stored map[string][]byte) error {
 func (a *Authority) onSettle(t *txn, rec *Record) {
 	ans := rec.Answer
 	if w := a.waiters.reserve(rec.ID); w != nil {
-		t.ans.handoffs = append(t.ans.handoffs, handoff{w: w, res: WaitResult{Record: cloneRecord(rec)}})
+		t.ans.handoffs = append(t.ans.handoffs, handoff{w: w, res: WaitResult{Record: rec.Clone()}})
 		if _, ok := t.row(rec.ID); ok {
 			t.putRow(rec.ID, nil) // a stale row of an earlier settle
 		}
@@ -259,7 +259,7 @@ func (a *Authority) onUnsettle(t *txn, rec *Record, discarded bool) {
 	}
 	if discarded {
 		if w := a.waiters.reserve(rec.ID); w != nil {
-			t.ans.handoffs = append(t.ans.handoffs, handoff{w: w, res: WaitResult{Record: cloneRecord(rec), Discarded: true}})
+			t.ans.handoffs = append(t.ans.handoffs, handoff{w: w, res: WaitResult{Record: rec.Clone(), Discarded: true}})
 		}
 	}
 }
@@ -649,21 +649,4 @@ func (r *waiters) release(w *AnswerWait) {
 	}
 	w.state = waitWaiting
 	r.m[w.id] = w
-}
-
-func cloneJob(j *Job) *Job {
-	if j == nil {
-		return nil
-	}
-	c := *j
-	return &c
-}
-
-func cloneSuggestion(s *Suggestion) *Suggestion {
-	if s == nil {
-		return nil
-	}
-	c := *s
-	c.Choices = slices.Clone(s.Choices)
-	return &c
 }

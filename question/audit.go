@@ -163,7 +163,7 @@ func (a *Authority) Audit(id string) (*AuditExport, error) {
 	parts := append([][]byte{d.stored.Snapshot}, d.stored.Chunks...)
 	doc := a.opts.Doc
 	log := a.opts.Logger
-	return &AuditExport{rec: cloneRecord(d.rec), stored: parts, store: a.opts.Store, doc: doc, cut: a.opts.Now().UTC(),
+	return &AuditExport{rec: d.rec.Clone(), stored: parts, store: a.opts.Store, doc: doc, cut: a.opts.Now().UTC(),
 		logBad: func(err error) {
 			log.Warn("question: audit export: a provenance record cannot be read; its edit is left out", "doc", doc, "decision", id, "err", err)
 		}}, nil
@@ -316,7 +316,7 @@ func (x *AuditExport) lifecycle() []AuditEvent {
 	rec := &x.rec
 	var out []AuditEvent
 	save := func(a Answer, why string) {
-		a = cloneAnswer(a)
+		a = a.Clone()
 		at := a.At
 		out = append(out, AuditEvent{Type: AuditSave, Generation: a.Generation, By: a.By, At: &at, Answer: &a, Why: why})
 	}

@@ -250,14 +250,14 @@ func (a *Authority) Record(id string) (Record, bool) {
 	if !ok {
 		return Record{}, false
 	}
-	return cloneRecord(d.rec), true
+	return d.rec.Clone(), true
 }
 
 // Records returns copies of every record, in creation order.
 func (a *Authority) Records() []Record {
 	out := make([]Record, 0, len(a.order))
 	for _, id := range a.order {
-		out = append(out, cloneRecord(a.decisions[id].rec))
+		out = append(out, a.decisions[id].rec.Clone())
 	}
 	return out
 }
@@ -367,7 +367,7 @@ func (t *txn) record(id string) *Record {
 		t.records[id] = d.rec
 		return d.rec
 	}
-	r := cloneRecord(t.a.decisions[id].rec)
+	r := t.a.decisions[id].rec.Clone()
 	t.records[id] = &r
 	return &r
 }
@@ -712,54 +712,6 @@ func randomID() string {
 		out[i] = alphabet[int(c)%len(alphabet)]
 	}
 	return string(out)
-}
-
-func cloneRecord(r *Record) Record {
-	c := *r
-	c.Definition = cloneDefinition(r.Definition)
-	if r.Answer != nil {
-		a := cloneAnswer(*r.Answer)
-		c.Answer = &a
-	}
-	c.History = make([]HistoryEntry, len(r.History))
-	for i, h := range r.History {
-		h.Answer = cloneAnswer(h.Answer)
-		c.History[i] = h
-	}
-	if len(r.History) == 0 {
-		c.History = nil
-	}
-	c.Passage = slices.Clone(r.Passage)
-	c.Suggested = cloneSuggestion(r.Suggested)
-	c.WriteUp, c.WhyDraft = cloneJob(r.WriteUp), cloneJob(r.WhyDraft)
-	c.Findings = cloneFindings(r.Findings)
-	if r.Appended != nil {
-		c.Appended = make(map[string]Appended, len(r.Appended))
-		for k, v := range r.Appended {
-			c.Appended[k] = v
-		}
-	}
-	return c
-}
-
-func cloneDefinition(d Definition) Definition {
-	out := Definition{Questions: make([]Question, len(d.Questions))}
-	for i, q := range d.Questions {
-		q.Options = slices.Clone(q.Options)
-		q.Criteria = slices.Clone(q.Criteria)
-		out.Questions[i] = q
-	}
-	return out
-}
-
-func cloneAnswer(a Answer) Answer {
-	a.Answers = slices.Clone(a.Answers)
-	a.Provenance = slices.Clone(a.Provenance)
-	for i := range a.Answers {
-		a.Answers[i].Choices = slices.Clone(a.Answers[i].Choices)
-		a.Answers[i].Marks = a.Answers[i].Marks.Clone()
-	}
-	return a
 }
 
 // question returns a definition's question by id.

@@ -61,7 +61,7 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 			return nil, t.fail(r)
 		}
 		if id, ok := a.byKey[req.Key]; ok {
-			out[i] = Created{Record: cloneRecord(a.decisions[id].rec), Repeated: true}
+			out[i] = Created{Record: a.decisions[id].rec.Clone(), Repeated: true}
 			continue
 		}
 		switch req.Origin {
@@ -114,7 +114,7 @@ func (a *Authority) Create(ctx context.Context, who Member, reqs []CreateRequest
 		if err := t.persistDraft(id, nil); err != nil {
 			return nil, t.fail(draftRefusal(err))
 		}
-		out[i] = Created{Record: cloneRecord(rec)}
+		out[i] = Created{Record: rec.Clone()}
 	}
 	if err := t.commit(ctx); err != nil {
 		return nil, err

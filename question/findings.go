@@ -227,7 +227,7 @@ func (a *Authority) Explore(ctx context.Context, who Member, req ExploreRequest,
 	}
 	for _, f := range d.rec.Findings {
 		if f.Kind == req.Kind && f.Ref == req.Ref {
-			return FindingResult{Finding: cloneFinding(f), Record: cloneRecord(d.rec), Repeated: true}, nil
+			return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
 		}
 	}
 	if check == nil {
@@ -267,7 +267,7 @@ func (a *Authority) Ask(ctx context.Context, who Member, req AskRequest) (Findin
 	}
 	for _, f := range d.rec.Findings {
 		if f.Kind == FindingAsk && f.Status == FindingRunning && strings.EqualFold(f.Ref, login) {
-			return FindingResult{Finding: cloneFinding(f), Record: cloneRecord(d.rec), Repeated: true}, nil
+			return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
 		}
 	}
 	return a.addFinding(ctx, req.ID, Finding{Kind: FindingAsk, Status: FindingRunning, Focus: focus, Ref: login, By: who.Login})
@@ -338,7 +338,7 @@ func (a *Authority) ExploreStop(ctx context.Context, who Member, id, finding str
 	}
 	f := d.rec.Findings[i]
 	if f.Settled() {
-		return FindingResult{Finding: cloneFinding(f), Record: cloneRecord(d.rec), Repeated: true}, nil
+		return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
 	}
 	if !strings.EqualFold(f.By, who.Login) {
 		if f.Kind == FindingAsk {
@@ -618,22 +618,4 @@ func workNoun(k FindingKind) string {
 		return "ask"
 	}
 	return "research request"
-}
-
-func cloneFinding(f Finding) Finding {
-	if f.Sources != nil {
-		f.Sources = append([]Source(nil), f.Sources...)
-	}
-	return f
-}
-
-func cloneFindings(fs []Finding) []Finding {
-	if fs == nil {
-		return nil
-	}
-	out := make([]Finding, len(fs))
-	for i, f := range fs {
-		out[i] = cloneFinding(f)
-	}
-	return out
 }

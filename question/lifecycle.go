@@ -176,7 +176,7 @@ func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record,
 		return Record{}, r
 	}
 	if d.rec.Status == Discarded {
-		return cloneRecord(d.rec), nil
+		return d.rec.Clone(), nil
 	}
 	t, err := a.begin(ctx)
 	if err != nil {
@@ -243,7 +243,7 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 		q := d.rec.Definition.question(prev.Question)
 		for _, it := range itemsOf(q, kind) {
 			if it.ID == prev.ID {
-				return AppendResult{Item: it, Definition: cloneDefinition(d.rec.Definition), Repeated: true}, nil
+				return AppendResult{Item: it, Definition: d.rec.Definition.Clone(), Repeated: true}, nil
 			}
 		}
 		return AppendResult{}, refuse(Invalid, "key %q names a missing %s", req.Key, kind)
@@ -321,7 +321,7 @@ func (a *Authority) appendItem(ctx context.Context, who Member, req AppendReques
 	if err := t.commit(ctx); err != nil {
 		return AppendResult{}, err
 	}
-	return AppendResult{Item: item, Definition: cloneDefinition(a.decisions[req.ID].rec.Definition)}, nil
+	return AppendResult{Item: item, Definition: a.decisions[req.ID].rec.Definition.Clone()}, nil
 }
 
 func itemsOf(q *Question, kind string) []Option {
@@ -395,7 +395,7 @@ func (a *Authority) Expand(ctx context.Context, who Member, id string, ensure fu
 	}
 	channel := ChildChannel(id)
 	if d.rec.ChildID == channel {
-		return cloneRecord(d.rec), nil
+		return d.rec.Clone(), nil
 	}
 	if err := ensure(ctx, channel); err != nil {
 		return Record{}, &Refusal{Reason: Unavailable, Message: "the page could not be created", Err: err}

@@ -113,7 +113,7 @@ func (c *Client) Record(id string) (question.Record, bool) {
 	if rec == nil {
 		return question.Record{}, false
 	}
-	return cloneRecord(*rec), true
+	return rec.Clone(), true
 }
 
 // Records returns copies of every record, in the server's order.
@@ -122,7 +122,7 @@ func (c *Client) Records() []question.Record {
 	defer c.mu.Unlock()
 	out := make([]question.Record, 0, len(c.order))
 	for _, id := range c.order {
-		out = append(out, cloneRecord(*c.records[id]))
+		out = append(out, c.records[id].Clone())
 	}
 	return out
 }

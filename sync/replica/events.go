@@ -72,7 +72,7 @@ func (c *Client) emit(e Event) {
 func (c *Client) eventFor(kind wire.Kind, id, by string) Event {
 	e := Event{Kind: kind, ID: id, By: by}
 	if rec := c.records[id]; rec != nil {
-		r := cloneRecord(*rec)
+		r := rec.Clone()
 		e.Record = &r
 	}
 	return e

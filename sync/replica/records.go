@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/accord-crdt/accord/question"
@@ -31,7 +30,7 @@ func (c *Client) adoptRecord(in question.Record) {
 	if in.ID == "" {
 		return
 	}
-	rec := cloneRecord(in)
+	rec := in.Clone()
 	if rep := c.reps[in.ID]; rep != nil {
 		rep.file.recDirty = true
 	}
@@ -47,61 +46,9 @@ func (c *Client) adoptRecord(in question.Record) {
 // append's reply or broadcast). The caller holds c.mu.
 func (c *Client) adoptDefinition(id string, def question.Definition) {
 	if rec := c.records[id]; rec != nil {
-		rec.Definition = forward(rec.Definition, cloneDefinition(def))
+		rec.Definition = forward(rec.Definition, def.Clone())
 		if rep := c.reps[id]; rep != nil {
 			rep.file.recDirty = true
 		}
 	}
-}
-
-func cloneRecord(r question.Record) question.Record {
-	r.Definition = cloneDefinition(r.Definition)
-	if r.Answer != nil {
-		a := cloneAnswer(*r.Answer)
-		r.Answer = &a
-	}
-	if r.History != nil {
-		h := make([]question.HistoryEntry, len(r.History))
-		for i, e := range r.History {
-			e.Answer = cloneAnswer(e.Answer)
-			h[i] = e
-		}
-		r.History = h
-	}
-	r.Passage = slices.Clone(r.Passage)
-	r.Appended = maps.Clone(r.Appended)
-	if r.Findings != nil {
-		r.Findings = slices.Clone(r.Findings)
-		for i := range r.Findings {
-			r.Findings[i].Sources = slices.Clone(r.Findings[i].Sources)
-		}
-	}
-	return r
-}
-
-func cloneDefinition(d question.Definition) question.Definition {
-	if d.Questions == nil {
-		return d
-	}
-	qs := make([]question.Question, len(d.Questions))
-	for i, q := range d.Questions {
-		q.Options = slices.Clone(q.Options)
-		q.Criteria = slices.Clone(q.Criteria)
-		qs[i] = q
-	}
-	return question.Definition{Questions: qs}
-}
-
-func cloneAnswer(a question.Answer) question.Answer {
-	if a.Answers == nil {
-		return a
-	}
-	qa := make([]question.QuestionAnswer, len(a.Answers))
-	for i, x := range a.Answers {
-		x.Choices = slices.Clone(x.Choices)
-		x.Marks = maps.Clone(x.Marks)
-		qa[i] = x
-	}
-	a.Answers = qa
-	return a
 }

@@ -164,7 +164,7 @@ func (c *Client) recordOf(id string, rec *question.Record) question.Record {
 		return held
 	}
 	if rec != nil {
-		return cloneRecord(*rec)
+		return rec.Clone()
 	}
 	return question.Record{}
 }
@@ -207,7 +207,7 @@ func (c *Client) appendItem(ctx context.Context, kind wire.Kind, id, q, key, lab
 	if rec, ok := c.Record(id); ok {
 		def = rec.Definition
 	} else if r.Definition != nil {
-		def = cloneDefinition(*r.Definition)
+		def = r.Definition.Clone()
 	}
 	return r, def, nil
 }
