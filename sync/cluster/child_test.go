@@ -160,7 +160,7 @@ func runChild(name string) error {
 		Quiet: 50 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: time.Second, Retry: 200 * time.Millisecond,
 	}
 	host.Wire(&opts)
-	chat.die = os.Getenv(childDie)
+	chat.node, chat.die = name, os.Getenv(childDie)
 	opts.Chat = chat
 	d, err := delivery.New(opts)
 	if err != nil {
@@ -208,7 +208,8 @@ func runChild(name string) error {
 // handed over again by the next owner after a crash is not accepted twice.
 // Its value lists the answers the turn carried, for the test to count.
 type kvChat struct {
-	kv natsjs.KeyValue
+	kv   natsjs.KeyValue
+	node string // the node's name, recorded with each turn it accepts
 	// die makes the node SIGKILL itself in its first Accept: "claimed"
 	// before accepting (the turn is claimed in the store, Chat never saw
 	// it), "accepted" after (Chat has it, the rows are not yet marked).
@@ -255,6 +256,8 @@ type acceptedTurn struct {
 	Doc     string   `json:"doc"`
 	ID      string   `json:"id"`
 	Answers []answer `json:"answers"`
+	// Node is the node that accepted the turn.
+	Node string `json:"node"`
 }
 
 type answer struct {
@@ -265,7 +268,7 @@ type answer struct {
 func (c *kvChat) Post(ctx context.Context, doc string, n delivery.Notice) error { return nil }
 
 func (c *kvChat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
-	v := acceptedTurn{Doc: doc, ID: t.ID}
+	v := acceptedTurn{Doc: doc, ID: t.ID, Node: c.node}
 	for _, a := range t.Answers {
 		v.Answers = append(v.Answers, answer{Decision: a.Decision, Generation: a.Generation})
 	}

@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
 	"github.com/accord-crdt/accord/internal/natstest"
-	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
 )
 
@@ -217,8 +214,6 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 		}
 		return true
 	})
-	end := h.now() + 2*uncertain.Nanoseconds()
-
 	d, _, _ := probe.Draft(textID)
 	text := d.Questions["q1"].Text
 	for tok := range h.sent {
@@ -227,45 +222,9 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 		}
 	}
 
-	rec, _ := probe.Record(saveID)
-	h.saves = append(h.saves, porcupine.Operation{ClientId: 100, Input: saveIn{Kind: "read"}, Call: end, Return: end + 1,
-		Output: saveOut{Known: true, Settled: rec.Status == question.Settled, Gen: rec.Generation}})
-	keys := map[string]bool{}
-	for _, op := range h.apps {
-		keys[op.Input.(appendIn).Key] = true
-	}
-	for k := range keys {
-		target, label, _ := strings.Cut(k, "/")
-		r, _ := probe.Record(target)
-		out := appendOut{Known: true}
-		for _, o := range r.Definition.Questions[0].Options {
-			if o.Label == label {
-				out.Count++
-				out.ID = o.ID
-			}
-		}
-		h.apps = append(h.apps, porcupine.Operation{ClientId: 100, Input: appendIn{Key: k, Read: true}, Call: end, Return: end + 1, Output: out})
-	}
-	settles, reopens, unknown := 0, 0, 0
-	for _, op := range h.saves {
-		o := op.Output.(saveOut)
-		switch in := op.Input.(saveIn); {
-		case !o.Known:
-			unknown++
-		case o.OK && in.Kind == "submit":
-			settles++
-		case o.OK && in.Kind == "reopen":
-			reopens++
-		}
-	}
-	if res := porcupine.CheckOperationsTimeout(saveModel.ToModel(), h.saves, 60*time.Second); res != porcupine.Ok {
-		t.Fatalf("saves and reopens through the faults are %v (%d operations, %d of unknown outcome)", res, len(h.saves), unknown)
-	}
-	if res := porcupine.CheckOperationsTimeout(appendModel.ToModel(), h.apps, 60*time.Second); res != porcupine.Ok {
-		t.Fatalf("appends through the faults are %v (%d operations)", res, len(h.apps))
-	}
-	if settles == 0 || reopens == 0 || len(h.apps) == 0 || len(h.acked) == 0 {
-		t.Fatalf("a history without load: %d settles, %d reopens, %d appends, %d edits", settles, reopens, len(h.apps), len(h.acked))
+	n := h.check(t, probe, saveID, "through the faults")
+	if n.settles == 0 || n.reopens == 0 || len(h.apps) == 0 || len(h.acked) == 0 {
+		t.Fatalf("a history without load: %d settles, %d reopens, %d appends, %d edits", n.settles, n.reopens, len(h.apps), len(h.acked))
 	}
 
 	f.mu.Lock()
@@ -302,9 +261,9 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 	if len(slow) > 0 {
 		slowest = slow[len(slow)-1]
 	}
-	t.Logf("%d fault cycles: %s; %d acknowledged edits all present once; %d settles, %d reopens, %d of unknown outcome, linearizable; %d append attempts; "+
+	t.Logf("%d fault cycles: %s; %d acknowledged edits all present once; %d settles, %d reopens, %d of unknown outcome, linearizable; %d append attempts (porcupine took %v); "+
 		"%d commits by %d owners in turn, each on the state the one before made; %d lease renewals slower than T/6 (slowest %v), %d leases lost",
-		cycles, strings.Join(summary, ", "), len(h.acked), settles, reopens, unknown, len(h.apps), commits, owners, len(slow), slowest.Round(time.Millisecond), lost)
+		cycles, strings.Join(summary, ", "), len(h.acked), n.settles, n.reopens, n.unknown, len(h.apps), n.took.Round(time.Millisecond), commits, owners, len(slow), slowest.Round(time.Millisecond), lost)
 }
 
 var (

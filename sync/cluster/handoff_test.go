@@ -71,10 +71,13 @@ func (e *editWaits) sorted() []time.Duration {
 //     are linearizable (porcupine, closed by a read of the final state);
 //   - every acknowledged edit is in its document's answer exactly once,
 //     and all clients of a document converge;
-//   - no node lost a lease or had a commit fail: every document changed
-//     hands by handoff, none by expiry;
-//   - no edit waited as long as the lease TTL for its acknowledgement;
-//     the wait's p50, p99 and longest are logged.
+//   - no node lost a lease, broke one, failed to release one or had a
+//     commit fail: every document changed hands by handoff, none by
+//     expiry;
+//   - how long the edits waited for their acknowledgements (p50, p99,
+//     longest) is logged: it measures the handoff on this machine, and
+//     is not checked, since a busy machine stretches it without anything
+//     going wrong.
 func TestRollingRestart(t *testing.T) {
 	const (
 		nodes   = 3
@@ -185,8 +188,12 @@ func TestRollingRestart(t *testing.T) {
 	}
 
 	var stops []time.Duration
+	var stopped []*child // their logs are checked below
 	for slot := range nodes {
 		time.Sleep(between)
+		f.mu.Lock()
+		stopped = append(stopped, f.slots[slot])
+		f.mu.Unlock()
 		stops = append(stops, f.term(slot))
 		f.fill(slot, f.spawn())
 	}
@@ -234,9 +241,7 @@ func TestRollingRestart(t *testing.T) {
 		rec, _ := c.cl.Record(c.save)
 		ops := append(saves[ci], porcupine.Operation{ClientId: 100, Input: saveIn{Kind: "read"}, Call: end, Return: end + 1,
 			Output: saveOut{Known: true, Settled: rec.Status == question.Settled, Gen: rec.Generation}})
-		if res := porcupine.CheckOperationsTimeout(saveModel.ToModel(), ops, 30*time.Second); res != porcupine.Ok {
-			t.Fatalf("client %d's saves and reopens are %v", ci, res)
-		}
+		checkLinearizable(t, fmt.Sprintf("client %d's saves and reopens through the restarts", ci), saveModel.ToModel(), ops, checkBudget)
 		for _, op := range saves[ci] {
 			if o := op.Output.(saveOut); o.OK {
 				settles++
@@ -244,13 +249,16 @@ func TestRollingRestart(t *testing.T) {
 		}
 	}
 	f.mu.Lock()
-	var logs []*child
-	logs = append(logs, f.slots...)
+	logs := append(stopped, f.slots...)
 	f.mu.Unlock()
-	for _, l := range []string{"cluster: lease lost", "commit failed"} {
+	// What the nodes log when a document changes hands other than by
+	// handoff: a lease given up (its renewal failed or came too late),
+	// one deleted because its owner's address refused connections, a
+	// release that failed (the lease then expires), a commit refused.
+	for _, l := range []string{`msg="cluster: lease lost"`, `msg="cluster: lease of an owner that refuses connections broken"`, `msg=handoff`, `msg="commit failed`} {
 		for _, ch := range logs {
-			if strings.Contains(ch.log.String(), l) {
-				t.Fatalf("node %s logged %q: a document changed hands other than by handoff", ch.name, l)
+			if line := lineWith(ch.log.String(), l); line != "" {
+				t.Fatalf("node %s logged %s: a document changed hands other than by handoff", ch.name, line)
 			}
 		}
 	}
@@ -263,12 +271,16 @@ func TestRollingRestart(t *testing.T) {
 		"edit wait p50 %v, p99 %v, longest %v; SIGTERM → exit %v",
 		nodes, len(clients), len(h.acked), settles, w[len(w)/2].Round(time.Millisecond), w[len(w)*99/100].Round(time.Millisecond),
 		longest.Round(time.Millisecond), stops)
-	// The nodes' logs above are what shows every document was handed
-	// off; this is a guard against a client left waiting out a grown
-	// backoff or an expiry, each of which takes several TTLs here.
-	if longest >= 3*cluster.DefaultLeaseTTL {
-		t.Fatalf("an edit waited %v for its acknowledgement: a lease expired rather than being handed off", longest)
+}
+
+// lineWith returns the first line of log that contains s, or "".
+func lineWith(log, s string) string {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, s) {
+			return strings.TrimSpace(line)
+		}
 	}
+	return ""
 }
 
 // saveOrReopenOwn saves the client's own decision (choosing an option
@@ -285,7 +297,7 @@ func saveOrReopenOwn(ctx context.Context, h *history, ci int, cl *replica.Client
 	if rec.Status == question.Settled {
 		call := h.now()
 		r, err := cl.Reopen(octx, id)
-		out := saveOut{Known: err == nil || isRefusal(err), OK: err == nil, Gen: r.Generation}
+		out := reopenOut(rec.Generation, r, err)
 		op := opOf(h, ci, saveIn{Kind: "reopen"}, out, call)
 		if isRefusal(err) {
 			return op, fmt.Errorf("reopen of %s: %w", id, err)
@@ -305,15 +317,10 @@ func saveOrReopenOwn(ctx context.Context, h *history, ci int, cl *replica.Client
 	}
 	call := h.now()
 	res, err := cl.Submit(octx, id)
-	out := saveOut{Known: isRefusal(err)}
-	if err == nil && len(res) == 1 {
-		out.Known, out.OK = true, res[0].OK
-		if res[0].OK && res[0].Record != nil && res[0].Record.Answer != nil {
-			out.Gen = res[0].Record.Answer.Generation
-		}
-		if !res[0].OK {
-			err = fmt.Errorf("save of %s: %s: %s", id, res[0].Reason, res[0].Message)
-		}
+	member, _ := cl.Member()
+	out := submitOut(member, res, err)
+	if err == nil && len(res) == 1 && !res[0].OK {
+		err = fmt.Errorf("save of %s: %s: %s", id, res[0].Reason, res[0].Message)
 	}
 	op := opOf(h, ci, saveIn{Kind: "submit"}, out, call)
 	if err != nil && out.Known {
