@@ -387,6 +387,30 @@ func (d *Doc) Has(heads Heads) bool {
 	return true
 }
 
+// Holds reports whether d already holds every change of a batch (as
+// ChangesSince encodes it): a batch resent after its reply was lost. It
+// applies nothing; an empty batch, or one that does not parse, is not
+// held.
+func (d *Doc) Holds(batch []byte) bool {
+	if len(batch) == 0 || len(batch) > MaxChangesBytes {
+		return false
+	}
+	chunks, err := splitChunks(batch)
+	if err != nil {
+		return false
+	}
+	parsed, err := parseChangeList(chunks)
+	if err != nil {
+		return false
+	}
+	for _, c := range parsed {
+		if !d.Has(Heads{c.hash}) {
+			return false
+		}
+	}
+	return true
+}
+
 // ChangesSince returns the changes made after heads, encoded as one batch
 // (each change in automerge's binary form, concatenated). Empty heads
 // return every change.

@@ -956,3 +956,43 @@ func TestApplyChangesOutOfOrder(t *testing.T) {
 		t.Fatal("refused batch changed the heads")
 	}
 }
+
+// TestHoldsTellsAResentBatch: a batch the document applied is held, one
+// with any change it lacks is not, and neither applies anything.
+func TestHoldsTellsAResentBatch(t *testing.T) {
+	auth := newTestDoc(t)
+	member := replicaOf(t, auth)
+	start := member.Heads()
+	ok(t, member.SetText(qWhy, "first"))
+	first, err := member.ChangesSince(start)
+	ok(t, err)
+	ok(t, member.SetText(qWhy, "second"))
+	both, err := member.ChangesSince(start)
+	ok(t, err)
+
+	if auth.Holds(first) {
+		t.Fatal("a batch not yet applied is held")
+	}
+	if _, err := auth.ApplyEdit(first); err != nil {
+		t.Fatal(err)
+	}
+	heads := auth.Heads()
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		want  bool
+	}{
+		{"the applied batch", first, true},
+		{"a batch with one change more", both, false},
+		{"an empty batch", nil, false},
+		{"bytes that are not changes", []byte("not a change"), false},
+		{"a truncated batch", first[:len(first)-1], false},
+	} {
+		if got := auth.Holds(tc.batch); got != tc.want {
+			t.Errorf("%s: Holds = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !auth.Heads().Equal(heads) {
+		t.Error("Holds changed the document")
+	}
+}

@@ -224,7 +224,7 @@ func TestReopenMakesTheRowStaleAndSavingAgainReplacesIt(t *testing.T) {
 	f := newAnsFixture(t)
 	p := f.create("p", question.FromPlanner, ansChoice(), "b1")
 	f.save(ansAna, p.ID, "email")
-	if _, err := f.a.Reopen(context.Background(), ansBen, p.ID); err != nil {
+	if _, err := f.a.Reopen(context.Background(), ansBen, p.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	w := f.lastWrite()
@@ -299,7 +299,7 @@ func TestClaimAndMarkDelivered(t *testing.T) {
 		t.Fatalf("claimed a claimed row again: %+v", rows)
 	}
 	f.save(ansAna, r.ID, "c") // saved meanwhile: waits for the next turn
-	if _, err := f.a.Reopen(bg, ansBen, q.ID); err != nil {
+	if _, err := f.a.Reopen(bg, ansBen, q.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	row, _ := ansRow(t, f.a, q.ID)
@@ -486,14 +486,14 @@ func TestDraftWhy(t *testing.T) {
 		t.Fatalf("redraft = %+v, %v", rec, err)
 	}
 
-	if _, err := f.a.SetWhy(bg, ansBen, p.ID, "Ben prefers email."); err != nil {
+	if _, err := f.a.SetWhy(bg, ansBen, p.ID, 0, "Ben prefers email."); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.a.DraftWhy(bg, p.ID, 1, "A later draft.")
 	ansReason(t, err, question.Resolved)
 	_, err = f.a.RetryJob(bg, ansAna, p.ID, job)
 	ansReason(t, err, question.Resolved)
-	if _, err := f.a.SetWhy(bg, ansBen, p.ID, ""); err != nil { // a person clears it
+	if _, err := f.a.SetWhy(bg, ansBen, p.ID, 0, ""); err != nil { // a person clears it
 		t.Fatal(err)
 	}
 	_, err = f.a.DraftWhy(bg, p.ID, 1, "A later draft.")
@@ -507,7 +507,8 @@ func TestDraftWhy(t *testing.T) {
 	if _, err := f.a.DraftWhy(bg, q.ID, 1, "Slow is safe."); err != nil {
 		t.Fatal(err)
 	}
-	rec, err = f.a.Reopen(bg, ansAna, q.ID)
+	reopened, err := f.a.Reopen(bg, ansAna, q.ID, 0)
+	rec = reopened.Record
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestFinishAndRetryJob(t *testing.T) {
 	if err != nil || rec.WriteUp.ID != job || rec.WriteUp.State != question.JobPending || rec.WriteUp.Attempts != 1 {
 		t.Fatalf("retry = %+v, %v", rec.WriteUp, err)
 	}
-	if _, err := f.a.Reopen(bg, ansAna, p.ID); err != nil {
+	if _, err := f.a.Reopen(bg, ansAna, p.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.a.FinishJob(bg, p.ID, job, question.JobDone, "")

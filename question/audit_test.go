@@ -49,13 +49,13 @@ func TestAuditExportReplays(t *testing.T) {
 		must(t, res[0].Err)
 	}
 	submit()
-	_, err = f.a.Reopen(ctx, cleo, id)
+	_, err = f.a.Reopen(ctx, cleo, id, 0)
 	must(t, err)
 	edit(cleo, func(d *crdt.Doc) error { return d.Choose("q1", "email", true) })
 	edit(ana, func(d *crdt.Doc) error { return d.Choose("q2", "app", true) })
 	edit(ben, func(d *crdt.Doc) error { return d.SetText("q3", "Reconsidered.") })
 	submit()
-	_, err = f.a.Reopen(ctx, ana, id)
+	_, err = f.a.Reopen(ctx, ana, id, 0)
 	must(t, err)
 	edit(ben, func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
 	for i := range 100 { // enough to compact the draft: Ben's mark is then in its snapshot's attribution only

@@ -275,7 +275,7 @@ func TestReadersCannotWrite(t *testing.T) {
 		},
 		"edit":    func() error { _, err := f.a.Edit(ctx, reader, rec.ID, ch); return err },
 		"submit":  func() error { _, err := f.a.Submit(ctx, reader, []question.SubmitRequest{{ID: rec.ID}}); return err },
-		"reopen":  func() error { _, err := f.a.Reopen(ctx, reader, rec.ID); return err },
+		"reopen":  func() error { _, err := f.a.Reopen(ctx, reader, rec.ID, 0); return err },
 		"discard": func() error { _, err := f.a.Discard(ctx, reader, rec.ID); return err },
 		"option": func() error {
 			_, err := f.a.AppendOption(ctx, reader, question.AppendRequest{ID: rec.ID, Question: "q1", Key: "x", Label: "X"})
@@ -285,7 +285,7 @@ func TestReadersCannotWrite(t *testing.T) {
 			_, err := f.a.AppendCriterion(ctx, reader, question.AppendRequest{ID: rec.ID, Question: "q1", Key: "x", Label: "X"})
 			return err
 		},
-		"why": func() error { _, err := f.a.SetWhy(ctx, reader, rec.ID, "Because."); return err },
+		"why": func() error { _, err := f.a.SetWhy(ctx, reader, rec.ID, 0, "Because."); return err },
 		"expand": func() error {
 			_, err := f.a.Expand(ctx, reader, rec.ID, func(context.Context, string) error { return nil })
 			return err
@@ -467,11 +467,12 @@ func TestReopenKeepsHistoryAndStartsAFreshDraft(t *testing.T) {
 	_, err := f.edit(ana, rec.ID, r, h)
 	must(t, err)
 	f.submit(ana, rec.ID, r.Heads())
-	_, err = f.a.SetWhy(ctx, ben, rec.ID, "Email needs no new device.")
+	_, err = f.a.SetWhy(ctx, ben, rec.ID, 0, "Email needs no new device.")
 	must(t, err)
-	_, err = f.a.Reopen(ctx, reader, rec.ID)
+	_, err = f.a.Reopen(ctx, reader, rec.ID, 0)
 	mustReason(t, err, question.Forbidden)
-	re, err := f.a.Reopen(ctx, ben, rec.ID)
+	reApplied, err := f.a.Reopen(ctx, ben, rec.ID, 0)
+	re := reApplied.Record
 	must(t, err)
 	if re.Status != question.Open || re.Generation != 2 || re.Answer != nil || re.Why != "" {
 		t.Fatalf("reopened: %+v", re)
@@ -503,19 +504,21 @@ func TestReopenKeepsHistoryAndStartsAFreshDraft(t *testing.T) {
 	must(t, r2.SetMark("q1", "sms", "easy", marks.Yes))
 	_, err = f.edit(ana, rec.ID, r2, h)
 	must(t, err)
-	_, err = f.a.Reopen(ctx, ana, rec.ID)
+	_, err = f.a.Reopen(ctx, ana, rec.ID, 0)
 	mustReason(t, err, question.NotSettled)
 }
 
 func TestDiscardKeepsHistory(t *testing.T) {
 	f := newFixture(t)
 	rec := f.create("k", writtenDef())
-	d, err := f.a.Discard(ctx, ana, rec.ID)
+	dApplied, err := f.a.Discard(ctx, ana, rec.ID)
+	d := dApplied.Record
 	must(t, err)
 	if d.Status != question.Discarded || d.DiscardedBy != "ana" || d.DiscardedAt.IsZero() {
 		t.Fatalf("discarded: %+v", d)
 	}
-	again, err := f.a.Discard(ctx, ben, rec.ID)
+	againApplied, err := f.a.Discard(ctx, ben, rec.ID)
+	again := againApplied.Record
 	must(t, err)
 	if again.DiscardedBy != "ana" {
 		t.Fatal("discarding twice rewrote who discarded")
@@ -524,7 +527,7 @@ func TestDiscardKeepsHistory(t *testing.T) {
 	must(t, err)
 	out, _ := f.a.Submit(ctx, ana, []question.SubmitRequest{{ID: rec.ID}})
 	mustReason(t, out[0].Err, question.Resolved)
-	_, err = f.a.Reopen(ctx, ana, rec.ID)
+	_, err = f.a.Reopen(ctx, ana, rec.ID, 0)
 	mustReason(t, err, question.Resolved)
 }
 
@@ -608,7 +611,7 @@ func TestAppendRules(t *testing.T) {
 func TestWhy(t *testing.T) {
 	f := newFixture(t)
 	rec := f.create("k", writtenDef())
-	_, err := f.a.SetWhy(ctx, ana, rec.ID, "Too early.")
+	_, err := f.a.SetWhy(ctx, ana, rec.ID, 0, "Too early.")
 	mustReason(t, err, question.NotSettled)
 	r := f.replica(rec.ID)
 	h := r.Heads()
@@ -620,15 +623,17 @@ func TestWhy(t *testing.T) {
 		strings.Repeat("a", 301), "Two sentences. Here is another.", "**bold** move.", "Line one\nline two.",
 		"# Heading", "See [docs](x).", "Use `code`.",
 	} {
-		_, err := f.a.SetWhy(ctx, ana, rec.ID, bad)
+		_, err := f.a.SetWhy(ctx, ana, rec.ID, 0, bad)
 		mustReason(t, err, question.Invalid)
 	}
-	got, err := f.a.SetWhy(ctx, ben, rec.ID, "It keeps sign-up short, e.g. for phones.")
+	gotApplied, err := f.a.SetWhy(ctx, ben, rec.ID, 0, "It keeps sign-up short, e.g. for phones.")
+	got := gotApplied.Record
 	must(t, err)
 	if got.Why == "" || got.WhyBy != "ben" {
 		t.Fatalf("why: %+v", got)
 	}
-	cleared, err := f.a.SetWhy(ctx, ana, rec.ID, "")
+	clearedApplied, err := f.a.SetWhy(ctx, ana, rec.ID, 0, "")
+	cleared := clearedApplied.Record
 	must(t, err)
 	if cleared.Why != "" || cleared.WhyBy != "ana" {
 		t.Fatalf("clearing keeps who cleared: %+v", cleared)

@@ -138,6 +138,10 @@ type Edited struct {
 	// must be sent the whole new document (Authority.Save) to replace
 	// theirs. See docs/PROTOCOL.md, "Rebase".
 	Rebased bool
+	// Repeated is true when the authority held every change already: a
+	// batch resent after its reply was lost, accepted then. Nothing
+	// changed now.
+	Repeated bool
 	// Cells are the values the edit changed, attributed to its member,
 	// with what each replaced and who had set that.
 	Cells []CellProvenance
@@ -164,6 +168,12 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 		return Edited{}, r
 	}
 	if d.rec.Status != Open {
+		// Changes the authority accepted while the decision was open,
+		// resent after their reply was lost: they were accepted, and
+		// still are.
+		if d, r := a.use(id); r == nil && d.doc.Holds(changes) {
+			return Edited{Heads: d.heads(), Draft: d.state.Drafts[d.state.Generation], Repeated: true}, nil
+		}
 		return Edited{}, &Refusal{Reason: Resolved, Message: "the decision is " + string(d.rec.Status) + "; reopen it to change the answer", Reset: true}
 	}
 	t, err := a.begin(ctx)
@@ -183,7 +193,7 @@ func (a *Authority) Edit(ctx context.Context, who Member, id string, changes []b
 	}
 	if len(ap.Fresh) == 0 {
 		t.end()
-		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation]}, nil
+		return Edited{Heads: before, Draft: d.state.Drafts[d.state.Generation], Repeated: len(changes) > 0}, nil
 	}
 	if err != nil {
 		return Edited{}, t.fail(&Refusal{Reason: Invalid, Message: editMessage(err), Reset: true, Err: err})

@@ -483,7 +483,8 @@ func (s *crashStorm) submit(rs []question.Record) {
 
 func (s *crashStorm) reopen(r question.Record) {
 	seq := s.begin("reopen %s %d", r.ID, r.Generation)
-	rec, err := s.a.Reopen(context.Background(), s.who, r.ID)
+	recApplied, err := s.a.Reopen(context.Background(), s.who, r.ID, 0)
+	rec := recApplied.Record
 	if err != nil {
 		s.refused(seq, err)
 		return

@@ -114,6 +114,10 @@ type Answer struct {
 	// (Authority.Provenance at the save), kept with the answer into the
 	// history.
 	Provenance []CellProvenance `json:"provenance,omitempty"`
+	// Heads is the draft revision the save claimed (crdt.Heads.String),
+	// by which a save resent after its reply was lost is known again;
+	// empty in answers saved before it was kept.
+	Heads string `json:"heads,omitempty"`
 }
 
 // HistoryEntry is an earlier answer kept when the decision was reopened,

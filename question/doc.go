@@ -40,7 +40,7 @@
 //
 //	// Reopen moves the answer into the history and starts a fresh draft
 //	// of the next generation.
-//	rec, err := a.Reopen(ctx, who, id)
+//	rec, err := a.Reopen(ctx, who, id, 0)
 //
 // Discard, AppendOption, AppendCriterion (with idempotency keys), SetWhy
 // and Expand follow the same pattern.

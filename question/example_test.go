@@ -164,7 +164,8 @@ func ExampleAuthority_Reopen() {
 	_, _ = a.Edit(ctx, ana, id, changes)
 	_, _ = a.Submit(ctx, ana, []question.SubmitRequest{{ID: id, Heads: r.Heads()}})
 
-	rec, err := a.Reopen(ctx, ben, id)
+	recApplied, err := a.Reopen(ctx, ben, id, 0)
+	rec := recApplied.Record
 	if err != nil {
 		panic(err)
 	}
@@ -173,7 +174,7 @@ func ExampleAuthority_Reopen() {
 	draft, _, _ := a.Draft(id)
 	fmt.Println("fresh draft:", len(draft.Questions["q1"].Choices), "choices,", len(draft.Questions["q1"].Marks), "marks")
 
-	_, err = a.Reopen(ctx, ben, id)
+	_, err = a.Reopen(ctx, ben, id, 0)
 	fmt.Println(err)
 	// Output:
 	// open generation 2

@@ -211,8 +211,18 @@ type CancelWork func(ctx context.Context, kind FindingKind, ref string) (Work, e
 // returns the same finding. At MaxFindings the oldest settled research or
 // investigation makes room (R7).
 func (a *Authority) Explore(ctx context.Context, who Member, req ExploreRequest, check CheckWork) (FindingResult, error) {
-	d, r := a.researchTarget(who, req.ID)
+	d, r := a.target(who, req.ID)
 	if r != nil {
+		return FindingResult{}, r
+	}
+	// Work already attached answers as it did, whatever became of the
+	// decision since: a request resent after its reply was lost.
+	for _, f := range d.rec.Findings {
+		if f.Kind == req.Kind && f.Ref == req.Ref && req.Ref != "" {
+			return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
+		}
+	}
+	if r := a.openForResearch(d); r != nil {
 		return FindingResult{}, r
 	}
 	if req.Kind != FindingResearch && req.Kind != FindingSpike {
@@ -224,11 +234,6 @@ func (a *Authority) Explore(ctx context.Context, who Member, req ExploreRequest,
 	focus, r := checkFindingText("focus", req.Focus, MaxFocus)
 	if r != nil {
 		return FindingResult{}, r
-	}
-	for _, f := range d.rec.Findings {
-		if f.Kind == req.Kind && f.Ref == req.Ref {
-			return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
-		}
 	}
 	if check == nil {
 		return FindingResult{}, refuse(Unavailable, "this server cannot check research or investigations")
@@ -296,15 +301,19 @@ func (a *Authority) Take(ctx context.Context, who Member, req TakeRequest) (Find
 	if !strings.EqualFold(f.Ref, who.Login) {
 		return FindingResult{}, refuse(Forbidden, "this ask waits for %s, not %s", f.Ref, nonEmpty(who.Login))
 	}
+	reply, r := checkFindingText("reply", req.Reply, MaxTake)
+	if r != nil {
+		return FindingResult{}, r
+	}
+	// The same take, resent after its reply was lost, answers as it did.
+	if f.Status == FindingReady && reply != "" && f.Summary == reply && f.Stance == req.Stance {
+		return FindingResult{Finding: cloneFinding(f), Record: d.rec.Clone(), Repeated: true}, nil
+	}
 	if d.rec.Status != Open {
 		return FindingResult{}, refuse(Resolved, "the decision is %s; its asks no longer take answers", d.rec.Status)
 	}
 	if f.Status != FindingRunning {
 		return FindingResult{}, refuse(Invalid, "this ask is %s; it no longer takes an answer", f.Status)
-	}
-	reply, r := checkFindingText("reply", req.Reply, MaxTake)
-	if r != nil {
-		return FindingResult{}, r
 	}
 	if reply == "" {
 		return FindingResult{}, refuse(Invalid, "a take needs a reply")
@@ -469,13 +478,22 @@ func (a *Authority) researchTarget(who Member, id string) (*decision, *Refusal) 
 	if r != nil {
 		return nil, r
 	}
-	if strings.HasPrefix(a.opts.Doc, "question:") {
-		return nil, refuse(Invalid, "a page's own decisions have no Research menu")
-	}
-	if d.rec.Status != Open {
-		return nil, refuse(Resolved, "the decision is %s; reopen it to research it", d.rec.Status)
+	if r := a.openForResearch(d); r != nil {
+		return nil, r
 	}
 	return d, nil
+}
+
+// openForResearch checks that d is an open decision of a top-level
+// document.
+func (a *Authority) openForResearch(d *decision) *Refusal {
+	if strings.HasPrefix(a.opts.Doc, "question:") {
+		return refuse(Invalid, "a page's own decisions have no Research menu")
+	}
+	if d.rec.Status != Open {
+		return refuse(Resolved, "the decision is %s; reopen it to research it", d.rec.Status)
+	}
+	return nil
 }
 
 // addFinding commits a new finding on id, making room first (R7).

@@ -21,6 +21,11 @@ type Submitted struct {
 	ID     string
 	Record Record
 	Err    error
+	// Repeated is true when the request had already taken effect: the
+	// same member's save of the same displayed revision, resent after
+	// its reply was lost. Nothing changed now; Record is the decision as
+	// it is (reopened since, perhaps).
+	Repeated bool
 }
 
 // Submit saves the drafts of one or several decisions (the shared Save bar
@@ -47,9 +52,7 @@ func (a *Authority) Submit(ctx context.Context, who Member, reqs []SubmitRequest
 	out := make([]Submitted, len(reqs))
 	for i, req := range reqs {
 		out[i] = Submitted{ID: req.ID}
-		if r := a.submitOne(t, who, req); r != nil {
-			out[i].Err = r
-		}
+		out[i].Repeated, out[i].Err = a.submitOne(t, who, req)
 	}
 	if err := t.commit(ctx); err != nil {
 		return nil, err
@@ -62,55 +65,60 @@ func (a *Authority) Submit(ctx context.Context, who Member, reqs []SubmitRequest
 	return out, nil
 }
 
-func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
+// submitOne stages one save; repeated reports a save that had already
+// taken effect (savedBy), which stages nothing.
+func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) (repeated bool, err error) {
 	d, r := a.lookup(req.ID)
 	if r != nil {
-		return r
+		return false, r
+	}
+	if savedBy(d.rec, who, req.Heads) {
+		return true, nil
 	}
 	rec := t.record(req.ID)
 	switch rec.Status {
 	case Settled:
 		if d.rec.Status == Open { // settled earlier in this same request
-			return refuse(Resolving, "the decision is already being saved in this request")
+			return false, refuse(Resolving, "the decision is already being saved in this request")
 		}
 		// The member displayed the decision as open: their save is stale.
-		return refuse(Stale, "%s saved this decision a moment ago; review the saved answer, and reopen it to change it", nonEmpty(rec.Answer.By))
+		return false, refuse(Stale, "%s saved this decision a moment ago; review the saved answer, and reopen it to change it", nonEmpty(rec.Answer.By))
 	case Discarded:
-		return refuse(Resolved, "the decision was discarded")
+		return false, refuse(Resolved, "the decision was discarded")
 	}
 	draft := d.state.Drafts[d.state.Generation]
 	if !req.Heads.Equal(d.heads()) {
 		// Only an older revision needs the document itself.
 		if err := a.wake(d); err != nil {
-			return a.missing(req.ID)
+			return false, a.missing(req.ID)
 		}
 		if !d.doc.Has(req.Heads) {
-			return refuse(Stale, "your draft has edits the server has not accepted; wait for them to sync, then save again")
+			return false, refuse(Stale, "your draft has edits the server has not accepted; wait for them to sync, then save again")
 		}
 		shown, err := d.doc.ForkAt(req.Heads, "")
 		if err != nil {
-			return refuse(Stale, "the displayed draft cannot be read; reload and save again")
+			return false, refuse(Stale, "the displayed draft cannot be read; reload and save again")
 		}
 		st, err := shown.State()
 		if err != nil || st.Generation != d.state.Generation || !st.Drafts[st.Generation].Equal(draft) {
-			return refuse(Stale, "the shared draft changed since you last saw it; review it and save again")
+			return false, refuse(Stale, "the shared draft changed since you last saw it; review it and save again")
 		}
 	}
 	ans := Answer{Generation: rec.Generation, By: who.Login, At: a.opts.Now().UTC(),
-		Provenance: d.prov.generation(rec.Generation)}
+		Provenance: d.prov.generation(rec.Generation), Heads: req.Heads.String()}
 	for _, q := range rec.Definition.Questions {
 		qd := draft.Questions[q.ID]
 		qa := QuestionAnswer{Question: q.ID}
 		if q.Written() {
 			qa.Text = qd.Text
 			if strings.TrimSpace(qd.Text) == "" {
-				return refuse(Invalid, "question %q has no written answer yet", q.ID)
+				return false, refuse(Invalid, "question %q has no written answer yet", q.ID)
 			}
 		} else {
 			qa.Choices = append([]string(nil), qd.Choices...)
 			qa.Marks = qd.Snapshot()
 			if len(qa.Choices) == 0 {
-				return refuse(Invalid, "question %q has no option chosen yet", q.ID)
+				return false, refuse(Invalid, "question %q has no option chosen yet", q.ID)
 			}
 		}
 		ans.Answers = append(ans.Answers, qa)
@@ -120,35 +128,78 @@ func (a *Authority) submitOne(t *txn, who Member, req SubmitRequest) *Refusal {
 	t.settled = append(t.settled, req.ID)
 	rec.Why, rec.WhyBy = "", ""
 	a.onSettle(t, rec) // decision_answers row or waiter, write-up and why jobs
-	return nil
+	return false, nil
+}
+
+// savedBy reports whether rec's answer, or one in its history, is who's
+// save of the revision heads: a save resent after its reply was lost,
+// which took effect then and answers as it did.
+func savedBy(rec *Record, who Member, heads crdt.Heads) bool {
+	if len(heads) == 0 {
+		return false
+	}
+	h := heads.String()
+	saved := func(ans *Answer) bool { return ans.Heads == h && strings.EqualFold(ans.By, who.Login) }
+	if rec.Answer != nil && saved(rec.Answer) {
+		return true
+	}
+	for i := range rec.History {
+		if saved(&rec.History[i].Answer) {
+			return true
+		}
+	}
+	return false
+}
+
+// Applied is the outcome of a reopen, discard or why: the record after it.
+// Repeated is true when the request had already taken effect (a request
+// resent after its reply was lost, or a discard of a discarded decision):
+// nothing changed now, and nothing is to be announced again.
+type Applied struct {
+	Record   Record
+	Repeated bool
 }
 
 // Reopen returns a settled decision to open with a fresh, empty draft of a
 // new generation. The answer, its marks and its why move into the history;
 // the question and its context are unchanged.
-func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, error) {
+//
+// generation is the saved generation the member displays, or 0 for the
+// current one. A reopen of an earlier generation that this member already
+// reopened is the same request resent: it answers Repeated. One that
+// someone else reopened, or that was saved again since, is refused
+// (not_settled, or stale).
+func (a *Authority) Reopen(ctx context.Context, who Member, id string, generation uint64) (Applied, error) {
 	d, r := a.target(who, id)
 	if r != nil {
-		return Record{}, r
+		return Applied{}, r
+	}
+	if generation != 0 && generation != d.rec.Generation {
+		if e := historyOf(d.rec, generation); e != nil && strings.EqualFold(e.ReopenedBy, who.Login) {
+			return Applied{Record: d.rec.Clone(), Repeated: true}, nil
+		}
+		if d.rec.Status == Settled {
+			return Applied{}, refuse(Stale, "the decision was reopened and saved again since you last saw it; review the new answer")
+		}
 	}
 	switch d.rec.Status {
 	case Open:
-		return Record{}, refuse(NotSettled, "the decision is already open")
+		return Applied{}, refuse(NotSettled, "the decision is already open")
 	case Discarded:
-		return Record{}, refuse(Resolved, "the decision was discarded")
+		return Applied{}, refuse(Resolved, "the decision was discarded")
 	}
 	t, err := a.begin(ctx)
 	if err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
 	if d, r = a.use(id); r != nil {
-		return Record{}, t.fail(r)
+		return Applied{}, t.fail(r)
 	}
 	rec := t.record(id)
 	before := d.doc.Heads()
 	t.touch(id)
 	if err := d.doc.StartGeneration(rec.Generation + 1); err != nil {
-		return Record{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot start a fresh draft", Err: err})
+		return Applied{}, t.fail(&Refusal{Reason: Unavailable, Message: "cannot start a fresh draft", Err: err})
 	}
 	rec.History = append(rec.History, HistoryEntry{
 		Answer: *rec.Answer, Why: rec.Why, WhyBy: rec.WhyBy,
@@ -160,27 +211,37 @@ func (a *Authority) Reopen(ctx context.Context, who Member, id string) (Record, 
 	rec.Generation++
 	a.onUnsettle(t, rec, false) // the waiting row and jobs go stale
 	if err := t.persistDraft(id, before); err != nil {
-		return Record{}, t.fail(draftRefusal(err))
+		return Applied{}, t.fail(draftRefusal(err))
 	}
 	if err := t.commit(ctx); err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
-	return a.recordOrErr(id)
+	return a.appliedOrErr(id)
+}
+
+// historyOf returns the history entry of generation g's answer, or nil.
+func historyOf(rec *Record, g uint64) *HistoryEntry {
+	for i := range rec.History {
+		if rec.History[i].Generation == g {
+			return &rec.History[i]
+		}
+	}
+	return nil
 }
 
 // Discard sets a decision aside, keeping its history. Discarding a
-// discarded decision returns it unchanged.
-func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record, error) {
+// discarded decision changes nothing and answers Repeated.
+func (a *Authority) Discard(ctx context.Context, who Member, id string) (Applied, error) {
 	d, r := a.target(who, id)
 	if r != nil {
-		return Record{}, r
+		return Applied{}, r
 	}
 	if d.rec.Status == Discarded {
-		return d.rec.Clone(), nil
+		return Applied{Record: d.rec.Clone(), Repeated: true}, nil
 	}
 	t, err := a.begin(ctx)
 	if err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
 	rec := t.record(id)
 	rec.Status = Discarded
@@ -188,9 +249,9 @@ func (a *Authority) Discard(ctx context.Context, who Member, id string) (Record,
 	rec.DiscardedAt = a.opts.Now().UTC()
 	a.onUnsettle(t, rec, true) // the waiting row and jobs go stale; a waiting ask hears
 	if err := t.commit(ctx); err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
-	return a.recordOrErr(id)
+	return a.appliedOrErr(id)
 }
 
 // AppendRequest appends an option or a criterion to a question.
@@ -349,30 +410,48 @@ func plural(kind string) string {
 // decision: one plain sentence of at most MaxWhy characters. The member is
 // recorded as WhyBy, also when clearing, so a later drafted why never
 // replaces a person's words or their clearing.
-func (a *Authority) SetWhy(ctx context.Context, who Member, id, text string) (Record, error) {
+//
+// generation is the saved generation the member displays, or 0 for the
+// current one. A why that this member already set to the same text on
+// that generation (current or, since reopened, in the history) is the
+// same request resent: it answers Repeated and changes nothing. A why for
+// an answer saved over since is refused as stale.
+func (a *Authority) SetWhy(ctx context.Context, who Member, id string, generation uint64, text string) (Applied, error) {
 	d, r := a.target(who, id)
 	if r != nil {
-		return Record{}, r
-	}
-	if d.rec.Status != Settled {
-		return Record{}, refuse(NotSettled, "only a settled decision has a why")
+		return Applied{}, r
 	}
 	text = strings.TrimSpace(text)
+	same := func(why, by string) bool { return why == text && strings.EqualFold(by, who.Login) }
+	if generation != 0 && generation != d.rec.Generation {
+		if e := historyOf(d.rec, generation); e != nil && same(e.Why, e.WhyBy) {
+			return Applied{Record: d.rec.Clone(), Repeated: true}, nil
+		}
+		if d.rec.Status == Settled {
+			return Applied{}, refuse(Stale, "the decision was reopened and saved again since you last saw it; review the new answer")
+		}
+	}
+	if d.rec.Status != Settled {
+		return Applied{}, refuse(NotSettled, "only a settled decision has a why")
+	}
+	if same(d.rec.Why, d.rec.WhyBy) {
+		return Applied{Record: d.rec.Clone(), Repeated: true}, nil
+	}
 	if text != "" {
 		if r := checkWhy(text); r != nil {
-			return Record{}, r
+			return Applied{}, r
 		}
 	}
 	t, err := a.begin(ctx)
 	if err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
 	rec := t.record(id)
 	rec.Why, rec.WhyBy = text, who.Login
 	if err := t.commit(ctx); err != nil {
-		return Record{}, err
+		return Applied{}, err
 	}
-	return a.recordOrErr(id)
+	return a.appliedOrErr(id)
 }
 
 // ChildChannel returns the deterministic channel id of a decision's page.
@@ -410,6 +489,11 @@ func (a *Authority) Expand(ctx context.Context, who Member, id string, ensure fu
 		return Record{}, err
 	}
 	return a.recordOrErr(id)
+}
+
+func (a *Authority) appliedOrErr(id string) (Applied, error) {
+	r, err := a.recordOrErr(id)
+	return Applied{Record: r}, err
 }
 
 func (a *Authority) recordOrErr(id string) (Record, error) {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,9 +33,10 @@ import (
 // linInput is one client request.
 type linInput struct {
 	Kind string // submit, reopen, append, read
-	// Gen is the generation of the draft revision the client displays
-	// (submit).
+	// Gen is the generation of the draft revision the client displays,
+	// and Heads that revision (submit).
 	Gen        uint64
+	Heads      string
 	Key, Label string // append
 }
 
@@ -47,7 +49,7 @@ type linOutput struct {
 	History  int             // reopen, read
 	ID       string          // append: the criterion id
 	Label    string          // append: the criterion label
-	Repeated bool            // append
+	Repeated bool            // append, submit
 	Labels   string          // read: criteria labels in order, "|"-separated
 }
 
@@ -61,6 +63,21 @@ type linState struct {
 	// field ending in \x1f; the initial criterion has an empty key. An id
 	// is "?" while the reply that minted it is lost.
 	Criteria string
+	// Saves lists the revision and generation of every save, each field
+	// ending in \x1f: a save of a revision saved before (by the one
+	// member every client is) is a repeat.
+	Saves string
+}
+
+// saved returns the generation of the save of revision heads, if any.
+func (s linState) saved(heads string) (string, bool) {
+	f := strings.Split(s.Saves, "\x1f")
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] == heads {
+			return f[i+1], true
+		}
+	}
+	return "", false
 }
 
 type linCriterion struct{ key, label, id string }
@@ -105,6 +122,9 @@ var linModel = porcupine.Model{
 				o.History == s.History && o.Labels == linLabels(s.criteria())
 			return ok, s
 		case "submit":
+			if gen, ok := s.saved(i.Heads); ok {
+				return o.Unknown || o.Reason == "" && o.Repeated && strconv.FormatUint(o.Gen, 10) == gen, s
+			}
 			switch {
 			case s.Status == question.Settled:
 				want = question.Stale
@@ -112,8 +132,9 @@ var linModel = porcupine.Model{
 				want = question.Stale
 			default:
 				next.Status = question.Settled
+				next.Saves += i.Heads + "\x1f" + strconv.FormatUint(s.Gen, 10) + "\x1f"
 			}
-			return o.Unknown || o.Reason == want && (want != "" || o.Gen == s.Gen), next
+			return o.Unknown || o.Reason == want && !o.Repeated && (want != "" || o.Gen == s.Gen), next
 		case "reopen":
 			if s.Status != question.Settled {
 				want = question.NotSettled
@@ -341,10 +362,11 @@ func (w *linOwner) apply(req *linRequest) linOutput {
 		case res[0].Err != nil:
 			out.Reason = question.ReasonOf(res[0].Err)
 		default:
-			out.Gen = res[0].Record.Answer.Generation
+			out.Gen, out.Repeated = linSavedGeneration(res[0].Record, req.heads), res[0].Repeated
 		}
 	case "reopen":
-		rec, err := w.a.Reopen(ctx, w.who, w.id)
+		recApplied, err := w.a.Reopen(ctx, w.who, w.id, 0)
+		rec := recApplied.Record
 		if err != nil {
 			out.Reason = question.ReasonOf(err)
 			break
@@ -381,6 +403,20 @@ func (w *linOwner) apply(req *linRequest) linOutput {
 		w.t.Errorf("%s: unexpected outcome %+v", req.in.Kind, out)
 	}
 	return out
+}
+
+// linSavedGeneration returns the generation of rec's answer (current or
+// in the history) that saved the revision heads, 0 if none did.
+func linSavedGeneration(rec question.Record, heads crdt.Heads) uint64 {
+	if rec.Answer != nil && rec.Answer.Heads == heads.String() {
+		return rec.Answer.Generation
+	}
+	for _, h := range rec.History {
+		if h.Heads == heads.String() {
+			return h.Generation
+		}
+	}
+	return 0
 }
 
 // linClient is one concurrent client; it remembers the revision it last
@@ -421,7 +457,7 @@ func linHistory(t testing.TB, seed uint64, clients, perClient int, broken string
 				case retry != nil && n < 70:
 					in = *retry
 				case n < 30:
-					in.Kind, in.Gen = "submit", cl.gen
+					in.Kind, in.Gen, in.Heads = "submit", cl.gen, cl.heads.String()
 				case n < 52:
 					in.Kind = "reopen"
 				case n < 80:

@@ -259,12 +259,12 @@ func (p *parkProp) step(t *rapid.T) {
 		p.reload(t, id)
 	case "reopen":
 		id := rapid.SampledFrom(p.ids).Draw(t, "decision")
-		both(t, p, act, func(a *Authority) (Record, error) { return a.Reopen(parkCtx, parkAna, id) })
+		both(t, p, act, func(a *Authority) (Record, error) { o, err := a.Reopen(parkCtx, parkAna, id, 0); return o.Record, err })
 		p.reload(t, id)
 	case "discard":
 		id := rapid.SampledFrom(p.ids).Draw(t, "decision")
 		if rapid.IntRange(0, 3).Draw(t, "really") == 0 {
-			both(t, p, act, func(a *Authority) (Record, error) { return a.Discard(parkCtx, parkAna, id) })
+			both(t, p, act, func(a *Authority) (Record, error) { o, err := a.Discard(parkCtx, parkAna, id); return o.Record, err })
 		}
 	case "save":
 		id := rapid.SampledFrom(p.ids).Draw(t, "decision")

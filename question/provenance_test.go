@@ -265,7 +265,7 @@ func TestSavedAnswerKeepsAttribution(t *testing.T) {
 		}
 	}
 	checkBy("at the save", res[0].Record.Answer.Provenance)
-	_, err = f.a.Reopen(ctx, ben, rec.ID)
+	_, err = f.a.Reopen(ctx, ben, rec.ID, 0)
 	must(t, err)
 	r := f.replica(rec.ID)
 	before := r.Heads()
@@ -509,7 +509,7 @@ func (p *provProp) step() {
 			p.saved[id][out[0].Record.Answer.Generation] = maps2(p.model[id])
 		}
 	case "reopen":
-		_, err := p.a.Reopen(ctx, ben, id)
+		_, err := p.a.Reopen(ctx, ben, id, 0)
 		refusedOK(t, err)
 		if err == nil {
 			p.model[id] = map[string]string{}

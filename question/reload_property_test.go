@@ -213,7 +213,7 @@ func (p *reloadProp) step(t *rapid.T) {
 		}
 	case "reopen":
 		id, m, _ := p.pick(t)
-		_, err := p.f.a.Reopen(ctx, ana, id)
+		_, err := p.f.a.Reopen(ctx, ana, id, 0)
 		refusedOK(t, err)
 		m.reload()
 	case "discard":

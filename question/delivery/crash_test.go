@@ -310,7 +310,7 @@ func runDeliveryChild(cfg deliveryCrashConfig) error {
 			err = h.local.Do(ctx, cfg.Doc, func(a *question.Authority) error { return saveOn(a, ana, id, fmt.Sprintf("answer %d", op)) })
 		case len(settled) > 0:
 			id := settled[rng.IntN(len(settled))]
-			err = h.local.Do(ctx, cfg.Doc, func(a *question.Authority) error { _, err := a.Reopen(ctx, ben, id); return err })
+			err = h.local.Do(ctx, cfg.Doc, func(a *question.Authority) error { _, err := a.Reopen(ctx, ben, id, 0); return err })
 		}
 		if err != nil {
 			return err

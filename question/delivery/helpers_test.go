@@ -286,7 +286,7 @@ func saveOn(a *question.Authority, who question.Member, id, answer string) error
 
 func (e *env) reopen(id string) {
 	e.t.Helper()
-	e.do(func(a *question.Authority) error { _, err := a.Reopen(bg, ben, id); return err })
+	e.do(func(a *question.Authority) error { _, err := a.Reopen(bg, ben, id, 0); return err })
 }
 
 func (e *env) step() delivery.Plan {

@@ -11,10 +11,12 @@ import (
 // requests still waiting when Close is called.
 var ErrClosed = errors.New("replica: client closed")
 
-// ErrDisconnected is returned (wrapped) when the connection was lost after
-// a request was written and before its reply arrived. The server may or
-// may not have applied the request; the records and drafts the client
-// receives on reconnecting say which.
+// ErrDisconnected is returned (wrapped) by an ask (Ask) when the
+// connection was lost after it was written and before its reply arrived:
+// the server may or may not have recorded it, and the records the client
+// receives on reconnecting say which. Every other request is sent again
+// on the next connection, and the server answers one that had already
+// taken effect as it did.
 var ErrDisconnected = errors.New("replica: connection lost before the reply")
 
 // ErrNoReplica is returned when a decision's record is known but its

@@ -553,11 +553,12 @@ func (s *fakeServer) handle(fc *fakeConn, m wire.Message) {
 			return
 		}
 		_, before, _ := s.auth.Draft(m.ID)
-		rec, err := s.auth.Reopen(ctx, fc.member, m.ID)
+		res, err := s.auth.Reopen(ctx, fc.member, m.ID, m.Generation)
 		if err != nil {
 			fc.send(s.refusal(m.Header, m.ID, err))
 			return
 		}
+		rec := res.Record
 		fc.send(&wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec})
 		s.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindReopened}, ID: m.ID, Record: &rec, By: fc.member.Login})
 		s.broadcastChanges(m.ID, before, fc.member.Login)

@@ -10,8 +10,13 @@ import (
 )
 
 // do sends a request and waits for its reply, bounded by ctx. The request
-// waits for a connection if there is none. A refusal is returned as a
-// *question.Refusal, with the reply.
+// waits for a connection if there is none, and is sent again, unchanged,
+// on the next connection when one is lost before its reply: the server
+// answers a request that had already taken effect as it did (see
+// docs/PROTOCOL.md, "Outcomes of a resent request"). Only an ask, which
+// the server could not tell from a new one once answered, fails with
+// ErrDisconnected instead. A refusal is returned as a *question.Refusal,
+// with the reply.
 func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Reply, error) {
 	b, err := wire.Encode(m, c.opts.Format)
 	if err != nil {
@@ -23,13 +28,32 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		return nil, err
 	}
 	r := &request{ctx: ctx, rid: rid, data: b, reply: make(chan result, 1)}
-	select {
-	case c.out <- r:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.ctx.Done():
-		return nil, ErrClosed
+	for {
+		select {
+		case c.out <- r:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		}
+		res, err := c.await(ctx, r)
+		if errors.Is(err, ErrDisconnected) && resendable(m) {
+			continue
+		}
+		return res, err
 	}
+}
+
+// resendable reports whether a request may be sent again after its
+// connection was lost before the reply: every request but an ask.
+func resendable(m wire.Message) bool {
+	e, ok := m.(*wire.Explore)
+	return !ok || e.Member == ""
+}
+
+// await waits for the reply to a request sent, and for its effect to show
+// in the replica (waitHeads).
+func (c *Client) await(ctx context.Context, r *request) (*wire.Reply, error) {
 	select {
 	case res := <-r.reply:
 		if res.err != nil {
@@ -112,9 +136,26 @@ func (c *Client) Submit(ctx context.Context, ids ...string) ([]wire.SubmitResult
 	return r.Results, nil
 }
 
-// Reopen returns a settled decision to open with a fresh draft.
+// Reopen returns a settled decision to open with a fresh draft. It
+// reopens the saved answer the client holds: one saved again since is
+// refused as stale.
 func (c *Client) Reopen(ctx context.Context, id string) (question.Record, error) {
-	return c.target(ctx, wire.KindReopen, id)
+	h := c.header(wire.KindReopen)
+	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id, Generation: c.settledGeneration(id)})
+	if err != nil {
+		return question.Record{}, err
+	}
+	return c.recordOf(id, r.Record), nil
+}
+
+// settledGeneration is the generation of the saved answer the client
+// holds for a decision, 0 if it holds none: what a reopen or a why acts
+// on, so that the server tells a resent one from a new one.
+func (c *Client) settledGeneration(id string) uint64 {
+	if rec, ok := c.Record(id); ok && rec.Status == question.Settled {
+		return rec.Generation
+	}
+	return 0
 }
 
 // Discard sets a decision aside, keeping its history.
@@ -150,7 +191,7 @@ func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (questio
 // SetWhy sets, replaces or (empty text) clears a settled decision's why.
 func (c *Client) SetWhy(ctx context.Context, id, text string) (question.Record, error) {
 	h := c.header(wire.KindWhy)
-	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text})
+	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: c.settledGeneration(id)})
 	if err != nil {
 		return question.Record{}, err
 	}

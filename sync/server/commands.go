@@ -69,7 +69,10 @@ func (d *document) edit(ctx context.Context, c *conn, m *wire.Edit) {
 		d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
 		return
 	}
-	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads)})
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Heads: heads(res.Heads), Repeated: res.Repeated})
+	if res.Repeated {
+		return // nothing changed: no one to tell, nothing for a gather to wait for
+	}
 	d.noteEdit(c, time.Now())
 	if len(res.Changes) > 0 {
 		d.broadcastEdit(c, &wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: m.ID, Changes: res.Changes, Heads: heads(res.Heads), By: c.member.Login, Cells: res.Cells})
@@ -93,7 +96,7 @@ func (d *document) submitAnswers(ctx context.Context, c *conn, m *wire.Submit) {
 	}
 	r := &wire.Reply{Header: m.Header, OK: true}
 	for _, s := range out {
-		res := wire.SubmitResult{ID: s.ID, OK: s.Err == nil}
+		res := wire.SubmitResult{ID: s.ID, OK: s.Err == nil, Repeated: s.Repeated}
 		if s.Err != nil {
 			var ref *question.Refusal
 			if errors.As(s.Err, &ref) {
@@ -107,7 +110,7 @@ func (d *document) submitAnswers(ctx context.Context, c *conn, m *wire.Submit) {
 	}
 	d.replyTo(c, r)
 	for _, res := range r.Results {
-		if res.OK {
+		if res.OK && !res.Repeated {
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindResolved}, ID: res.ID, Record: res.Record, Answer: res.Record.Answer, By: c.member.Login})
 		}
 	}
@@ -133,18 +136,18 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	if _, h, err := d.auth.Draft(m.ID); err == nil {
 		before = h
 	}
-	var rec question.Record
+	var res question.Applied
 	var err error
 	var event wire.Kind
 	switch m.Kind {
 	case wire.KindReopen:
-		rec, err = d.auth.Reopen(ctx, c.member, m.ID)
+		res, err = d.auth.Reopen(ctx, c.member, m.ID, m.Generation)
 		event = wire.KindReopened
 	case wire.KindDiscard:
-		rec, err = d.auth.Discard(ctx, c.member, m.ID)
+		res, err = d.auth.Discard(ctx, c.member, m.ID)
 		event = wire.KindDiscarded
 	case wire.KindExpand, wire.KindPage:
-		rec, err = d.auth.Expand(ctx, c.member, m.ID, func(ctx context.Context, channel string) error {
+		res.Record, err = d.auth.Expand(ctx, c.member, m.ID, func(ctx context.Context, channel string) error {
 			if d.s.opts.EnsureChannel == nil {
 				return nil
 			}
@@ -159,10 +162,14 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 	// The event and the authority's changes go before the reply, and the
 	// reply names the heads after them: a client returns from the request
 	// once its replica holds those heads (a reopen's fresh generation), so
-	// its next edit builds on them.
-	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: event}, ID: m.ID, Record: &rec, By: c.member.Login})
-	d.broadcastChanges(m.ID, before, c.member.Login)
-	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec, Heads: d.headsOf(m.ID)})
+	// its next edit builds on them. A repeated request changed nothing
+	// and announces nothing.
+	rec := res.Record
+	if !res.Repeated {
+		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: event}, ID: m.ID, Record: &rec, By: c.member.Login})
+		d.broadcastChanges(m.ID, before, c.member.Login)
+	}
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec, Heads: d.headsOf(m.ID), Repeated: res.Repeated})
 }
 
 // headsOf returns a decision's accepted heads, as the wire carries them.
@@ -241,13 +248,16 @@ func (d *document) appendItem(ctx context.Context, c *conn, m *wire.Append) {
 
 // why follows the spec's order: commit, announce question:meta, reply.
 func (d *document) why(ctx context.Context, c *conn, m *wire.Why) {
-	rec, err := d.auth.SetWhy(ctx, c.member, m.ID, m.Text)
+	res, err := d.auth.SetWhy(ctx, c.member, m.ID, m.Generation, m.Text)
 	if err != nil {
 		d.replyTo(c, d.refusal(m.Header, m.ID, err))
 		return
 	}
-	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: m.ID, Record: &rec, By: c.member.Login})
-	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec})
+	rec := res.Record
+	if !res.Repeated {
+		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: m.ID, Record: &rec, By: c.member.Login})
+	}
+	d.replyTo(c, &wire.Reply{Header: m.Header, ID: m.ID, OK: true, Record: &rec, Repeated: res.Repeated})
 }
 
 // sync runs the automerge sync protocol with one connection over one

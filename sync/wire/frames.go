@@ -164,9 +164,13 @@ type SubmitItem struct {
 }
 
 // Target names one decision: reopen, discard and expand take only this.
+// Generation, on a reopen, is the saved generation the member displays
+// (0: the current one); a reopen resent after its reply was lost is then
+// known again and answered Repeated.
 type Target struct {
 	Header
-	ID string `json:"id"`
+	ID         string `json:"id"`
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // Append asks for a new option (question:option) or criterion
@@ -180,10 +184,13 @@ type Append struct {
 }
 
 // Why sets, replaces or (empty text) clears a settled decision's why.
+// Generation is the saved generation the member displays (0: the current
+// one), as for a reopen.
 type Why struct {
 	Header
-	ID   string `json:"id"`
-	Text string `json:"text"`
+	ID         string `json:"id"`
+	Text       string `json:"text"`
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // Sync carries one automerge sync message for a decision.
@@ -218,13 +225,17 @@ type Reply struct {
 	Provenance []question.CellProvenance `json:"provenance,omitempty"`
 }
 
-// SubmitResult is one decision's outcome within a Submit reply.
+// SubmitResult is one decision's outcome within a Submit reply. Repeated
+// says the same member's save of the same heads had already taken effect
+// (a save resent after its reply was lost); Record is then the decision
+// as it is now.
 type SubmitResult struct {
-	ID      string           `json:"id"`
-	OK      bool             `json:"ok"`
-	Reason  question.Reason  `json:"reason,omitempty"`
-	Message string           `json:"message,omitempty"`
-	Record  *question.Record `json:"record,omitempty"`
+	ID       string           `json:"id"`
+	OK       bool             `json:"ok"`
+	Repeated bool             `json:"repeated,omitempty"`
+	Reason   question.Reason  `json:"reason,omitempty"`
+	Message  string           `json:"message,omitempty"`
+	Record   *question.Record `json:"record,omitempty"`
 }
 
 // Doc carries a decision's whole accepted CRDT document. Deflated says
