@@ -50,8 +50,32 @@ async function main() {
     return;
   }
   root.textContent = "";
-  if (!session.member) render(<SignIn session={session} />, root);
-  else render(<App session={session} me={session.member} />, root);
+  render(<Root first={session} />, root);
+}
+
+/**
+ * The signed-in member's page, or the sign-in page. A session that ends
+ * while the page is open (signed out in another tab, expired, or every
+ * session ended by the operator) turns the page into the sign-in page:
+ * its clients stop, so nothing keeps redialing or takes typing that
+ * could never be sent.
+ * @param {{first: Session}} props
+ */
+function Root({ first }) {
+  const [session, setSession] = useState(first);
+  const [ended, setEnded] = useState(false);
+  if (!session.member) return <SignIn session={session} ended={ended} />;
+  return (
+    <App
+      key={session.member.login}
+      session={session}
+      me={session.member}
+      onSessionChanged={(s) => {
+        setEnded(!s.member);
+        setSession(s);
+      }}
+    />
+  );
 }
 
 /**
@@ -59,9 +83,10 @@ async function main() {
  * (the server prints the same links when it starts). A server others can
  * reach lists none, since a link lets anyone in as that member: the page
  * then says to ask for one.
- * @param {{session: Session}} props
+ * ended says the page was signed in a moment ago.
+ * @param {{session: Session, ended?: boolean}} props
  */
-function SignIn({ session }) {
+function SignIn({ session, ended }) {
   const links = session.members.filter((m) => m.signIn);
   return (
     <div class="page signin" data-testid="signin">
@@ -73,6 +98,11 @@ function SignIn({ session }) {
       </header>
       <main class="signin-body">
         <h1>Sign in to the demo plan</h1>
+        {ended && (
+          <p class="banner" role="status" data-testid="signed-out">
+            You are signed out: this page stopped syncing. Sign in again to go on.
+          </p>
+        )}
         {links.length ? (
           <>
             <p>Pick a demo member. Ana and Ben can change decisions; Rita can only read them.</p>
@@ -97,12 +127,74 @@ function SignIn({ session }) {
   );
 }
 
+/** Other tabs of this browser learn of a sign-out here at once. */
+const SESSION_CHANNEL = "accord-session";
+
 async function signOut() {
   try {
     await fetch("signout", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    if ("BroadcastChannel" in window) {
+      const bc = new BroadcastChannel(SESSION_CHANNEL);
+      bc.postMessage("signed-out");
+      bc.close();
+    }
   } finally {
     location.reload();
   }
+}
+
+/**
+ * Watches the session of a signed-in page: when its connection drops (the
+ * server closes the connections of a session that ended), while it keeps
+ * failing to come back, and when another tab signs out, it asks
+ * api/session who this browser is. Someone else, or nobody: the client
+ * stops (no more redialing) and changed gets the session as it is now. A
+ * server that does not answer changes nothing: the client keeps
+ * redialing.
+ * @param {Client|null} c
+ * @param {string} login
+ * @param {(s: Session) => void} changed
+ */
+function useSessionWatch(c, login, changed) {
+  const report = useRef(changed);
+  report.current = changed;
+  useEffect(() => {
+    if (!c) return;
+    let checking = false;
+    let done = false;
+    let last = 0;
+    const check = async () => {
+      if (checking || done || c.stopped) return;
+      checking = true;
+      last = Date.now();
+      try {
+        /** @type {Session} */
+        const s = await getJSON("api/session");
+        if (done || s.member?.login === login) return;
+        done = true;
+        c.stop();
+        report.current(s);
+      } catch {
+        // Not reachable: the client's redialing goes on.
+      } finally {
+        checking = false;
+      }
+    };
+    const off = c.subscribe(() => {
+      if (c.conn === "reconnecting" && Date.now() - last > 2000) check();
+    });
+    const timer = setInterval(() => {
+      if (c.conn === "reconnecting") check();
+    }, 5000);
+    const bc = "BroadcastChannel" in window ? new BroadcastChannel(SESSION_CHANNEL) : null;
+    if (bc) bc.onmessage = () => check();
+    return () => {
+      done = true;
+      off();
+      clearInterval(timer);
+      bc?.close();
+    };
+  }, [c, login]);
 }
 
 function useCompact() {
@@ -118,8 +210,8 @@ function useCompact() {
   return compact;
 }
 
-/** @param {{session: Session, me: Member}} props */
-function App({ session, me }) {
+/** @param {{session: Session, me: Member, onSessionChanged: (s: Session) => void}} props */
+function App({ session, me, onSessionChanged }) {
   const docId = params.get("doc") || session.doc;
   const member = me.login;
   const [client, setClient] = useState(/** @type {Client|null} */ (null));
@@ -143,6 +235,7 @@ function App({ session, me }) {
   const feed = usePlanFeed(docId);
   const notices = useOverwriteNotices(client);
   usePublishPresence(client, pageId);
+  useSessionWatch(client, member, onSessionChanged);
 
   useEffect(() => {
     const c = new Client({ doc: docId, member, storage: drafts });
