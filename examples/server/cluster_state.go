@@ -9,6 +9,7 @@ package main
 // left, whether that one handed off or crashed.
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -154,7 +155,10 @@ func (a *app) keepInCluster(h *hostState, owns func(doc string) bool) {
 // the plan replaces what this node holds of it (the sample plan, or what
 // it held when it last owned the document), Chat merges, the Planner's
 // runs replace its own. A document with no stored plan yet gets this
-// node's, so that the next owner finds it.
+// node's, so that the next owner finds it. A merged Chat that holds more
+// than the stored one (notices posted or turns accepted here while this
+// node did not hold the lease: it gave the lease up, a renewal too late,
+// as the Planner worked) is stored, so that the next owner finds them too.
 func (a *app) takeOver(ctx context.Context, doc string) error {
 	h := a.hostState
 	if h == nil {
@@ -178,6 +182,11 @@ func (a *app) takeOver(ctx context.Context, doc string) error {
 	} else if found {
 		a.host.Chat.Restore(doc, chat)
 	}
+	if merged := a.host.Chat.State(doc); !sameJSON(merged, chat) {
+		if err := h.put("chat", doc, merged); err != nil {
+			return err
+		}
+	}
 	var runs plannerState
 	if found, err = h.get(ctx, "planner", doc, &runs); err != nil {
 		return err
@@ -186,6 +195,13 @@ func (a *app) takeOver(ctx context.Context, doc string) error {
 	}
 	a.feed.notify(doc)
 	return nil
+}
+
+// sameJSON reports whether a and b encode alike.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // restore replaces the Planner's memory of doc with a stored one.

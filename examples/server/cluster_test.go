@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/accord-crdt/accord/internal/natstest"
 	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/delivery/memhost"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -149,18 +152,56 @@ func waitHealthy(t *testing.T, s *testServer) {
 	}
 }
 
+// getPlan reads the plan s serves. A node answers 503 while the plan
+// changes hands (its owner gave the lease up, say, its renewal too late
+// on a busy machine): the read is made again until it is served.
 func getPlan(t *testing.T, s *testServer) string {
 	t.Helper()
-	res, err := http.Get(s.url("/api/plan?member=rita&doc=" + demoDoc))
+	var plan string
+	eventually(t, "the plan from "+s.addr, func() (bool, string) {
+		code, body, err := request(s, http.MethodGet, "/api/plan?member=rita&doc="+demoDoc, "")
+		plan = body
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, body, err)
+	})
+	return plan
+}
+
+// chatOf reads the texts of the demo Chat's notices on s, as getPlan
+// reads the plan.
+func chatOf(t *testing.T, s *testServer) []string {
+	t.Helper()
+	var body struct{ Notices []struct{ Text string } }
+	eventually(t, "Chat from "+s.addr, func() (bool, string) {
+		code, raw, err := request(s, http.MethodGet, "/api/chat?member=rita&doc="+demoDoc, "")
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal([]byte(raw), &body)
+		}
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, raw, err)
+	})
+	var out []string
+	for _, n := range body.Notices {
+		out = append(out, n.Text)
+	}
+	return out
+}
+
+// request sends a request with body (JSON, if any) to s and returns the
+// status and the body of the answer.
+func request(s *testServer, method, path, body string) (int, string, error) {
+	req, err := http.NewRequest(method, s.url(path), strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /api/plan on %s: %d %v", s.addr, res.StatusCode, err)
-	}
-	return string(b)
+	raw, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(raw), err
 }
 
 func containsDecision(plan, id string) bool {
@@ -213,9 +254,15 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 		t.Fatalf("plan revision: %q %v", plan.Revision, err)
 	}
 	const edited = "Edited on node a, just before it crashed."
-	if code, out := postEdit(t, "http://"+a.addr, "?member=ana", `{"revision":"`+plan.Revision+`","edits":[{"op":"edit","block":"b3","text":"`+edited+`"}]}`); code != http.StatusOK {
-		t.Fatalf("plan edit: %d %v", code, out)
-	}
+	// Sent again while a answers 503 (the plan changing hands): such an
+	// answer applied nothing.
+	eventually(t, "the plan edit", func() (bool, string) {
+		code, out, err := request(a, http.MethodPost, "/api/plan/edit?member=ana", `{"revision":"`+plan.Revision+`","edits":[{"op":"edit","block":"b3","text":"`+edited+`"}]}`)
+		if err == nil && code != http.StatusOK && code != http.StatusServiceUnavailable {
+			t.Fatalf("plan edit: %d %s", code, out)
+		}
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, out, err)
+	})
 	id := ids["rollout"]
 	for _, _, err := ana.Draft(id); err != nil; _, _, err = ana.Draft(id) {
 		if ctx.Err() != nil {
@@ -238,13 +285,13 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	// replica holds): a then changes its plan and Chat no more, and has
 	// stored both.
 	eventually(t, "the Planner to finish with the answer on a", func() (bool, string) {
-		got := a.chatTexts()
+		got := chatOf(t, a)
 		thanked := slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "thanks") })
 		rec, _ := ana.Record(id)
 		return thanked && jobEnded(rec.WriteUp) && jobEnded(rec.WhyDraft),
 			fmt.Sprintf("chat %q; write-up %+v, why draft %+v", got, rec.WriteUp, rec.WhyDraft)
 	})
-	planA, chatA := getPlan(t, a), strings.Join(a.chatTexts(), "\n")
+	planA, chatA := getPlan(t, a), strings.Join(chatOf(t, a), "\n")
 	if !strings.Contains(planA, edited) {
 		t.Fatalf("a's plan lacks the edit: %s", planA)
 	}
@@ -255,22 +302,11 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	// b's own, loaded from what a stored.
 	var planB, chatB string
 	eventually(t, "b to serve the plan a left", func() (bool, string) {
-		if n := metric(t, b, "accord_cluster_leases"); n != "1" {
-			if res, err := http.Get(b.url("/api/plan?member=rita&doc=" + demoDoc)); err == nil {
-				res.Body.Close()
-			}
-			return false, "b holds " + n + " leases"
+		code, raw, err := request(b, http.MethodGet, "/api/plan?member=rita&doc="+demoDoc, "")
+		if n := metric(t, b, "accord_cluster_leases"); n != "1" || err != nil || code != http.StatusOK {
+			return false, fmt.Sprintf("b holds %s leases; its plan: %d %v", n, code, err)
 		}
-		res, err := http.Get(b.url("/api/plan?member=rita&doc=" + demoDoc))
-		if err != nil {
-			return false, err.Error()
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			return false, res.Status
-		}
-		planB, chatB = string(raw), strings.Join(b.chatTexts(), "\n")
+		planB, chatB = raw, strings.Join(chatOf(t, b), "\n")
 		return planB == planA && chatB == chatA, "plan:\n" + planB + "\nchat:\n" + chatB
 	})
 	for key, id := range ids {
@@ -334,5 +370,57 @@ func TestHostStateWaitsForASilentBucket(t *testing.T) {
 	var got plannerState
 	if found, err := h.get(ctx, "planner", demoDoc, &got); err != nil || !found || got.Runs != 2 || kv.silent != 0 {
 		t.Fatalf("get through a silent bucket: %+v found %v, %v (%d silences left)", got, found, err, kv.silent)
+	}
+}
+
+// TestTakeOverStoresChatPostedWithoutTheLease: a Chat notice posted, or
+// a turn accepted, while this node did not hold the document's lease (it
+// gave the lease up, a renewal too late on a busy machine, as the Planner
+// worked) is kept in memory but stored nowhere. When the node takes the
+// lease back, the Chat it then serves, the stored one merged with its
+// own, is stored too: the next owner finds the notice and the turn.
+func TestTakeOverStoresChatPostedWithoutTheLease(t *testing.T) {
+	s := natstest.RunServer(t)
+	nc := natstest.Connect(t, s.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := openHostState(ctx, nc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{host: memhost.New(), feed: newPlanFeed()}
+	a.planner = &demoPlanner{app: a, runs: map[string]int{}, started: map[string]bool{}}
+	var owns atomic.Bool
+	a.keepInCluster(h, func(string) bool { return owns.Load() })
+
+	owns.Store(true)
+	if err := a.host.Chat.Post(ctx, demoDoc, delivery.Notice{ID: "before", Text: "posted as the owner"}); err != nil {
+		t.Fatal(err)
+	}
+	owns.Store(false) // the lease given up
+	if err := a.host.Chat.Post(ctx, demoDoc, delivery.Notice{ID: "between", Text: "posted without the lease"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.host.Chat.Accept(ctx, demoDoc, delivery.Turn{ID: "turn-1"}); err != nil {
+		t.Fatal(err)
+	}
+	owns.Store(true) // and taken back
+	if err := a.takeOver(ctx, demoDoc); err != nil {
+		t.Fatal(err)
+	}
+	var stored memhost.ChatState
+	if found, err := h.get(ctx, "chat", demoDoc, &stored); err != nil || !found {
+		t.Fatalf("stored Chat: found %v, %v", found, err)
+	}
+	var ids []string
+	for _, n := range stored.Notices {
+		ids = append(ids, n.ID)
+	}
+	// (A turn accepted shows as a notice of its id.)
+	if !slices.Equal(ids, []string{"before", "between", "turn-1"}) {
+		t.Fatalf("stored notices %v, want [before between turn-1]", ids)
+	}
+	if !slices.Contains(stored.Accepted, "turn-1") {
+		t.Fatalf("stored accepted turns %v, want turn-1: the next owner would hand its answers over again", stored.Accepted)
 	}
 }
