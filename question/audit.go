@@ -91,6 +91,7 @@ type auditCell struct {
 	Value      string   `json:"v,omitempty"`
 	Was        string   `json:"w,omitempty"`
 	WasBy      string   `json:"wb,omitempty"`
+	Pos        int      `json:"p,omitempty"`
 }
 
 // auditRowVersion is the version of auditRow this code writes.
@@ -101,7 +102,7 @@ func auditRowOf(rec *provRecord) auditRow {
 	row := auditRow{By: rec.By, At: rec.At, Changes: rec.Changes}
 	for _, c := range rec.Cells {
 		row.Cells = append(row.Cells, auditCell{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
-			Value: c.Value, Was: c.Was, WasBy: c.WasBy})
+			Value: c.Value, Was: c.Was, WasBy: c.WasBy, Pos: c.Pos})
 	}
 	return row
 }
@@ -147,7 +148,7 @@ func (row *auditRow) record() *provRecord {
 	}
 	for _, c := range row.Cells {
 		rec.Cells = append(rec.Cells, CellProvenance{Generation: c.Generation, Question: c.Question, Kind: c.Kind, Cell: c.Cell,
-			Value: c.Value, By: row.By, At: at, Change: change, Was: c.Was, WasBy: c.WasBy})
+			Value: c.Value, By: row.By, At: at, Change: change, Was: c.Was, WasBy: c.WasBy, Pos: c.Pos})
 	}
 	return rec
 }

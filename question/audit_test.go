@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -283,5 +284,62 @@ func TestAuditExportWithoutTheLog(t *testing.T) {
 	must(t, err)
 	if !sameCells(st.Provenance, prov) {
 		t.Fatalf("replayed provenance %+v, want %+v", st.Provenance, prov)
+	}
+}
+
+// TestAuditExportTellsWhatWasWritten: every edit of a written answer
+// carries, in the export, the text it inserted and deleted and where;
+// the provenance of the answer names its last writer alone.
+func TestAuditExportTellsWhatWasWritten(t *testing.T) {
+	f := newBoltFixture(t)
+	out, err := f.a.Create(ctx, ana, []question.CreateRequest{{Key: "k", Origin: question.FromPlanner, Definition: provDef()}})
+	must(t, err)
+	id := out[0].Record.ID
+	m := f.member(id)
+	type splice struct {
+		pos, del int
+		ins      string
+		who      question.Member
+	}
+	edits := []splice{
+		{0, 0, "Email is simplest.", ana},
+		{9, 8, "cheapest", ben},  // "simplest" → "cheapest"
+		{0, 6, "", cleo},         // "Email " deleted
+		{11, 0, " — ça va", ana}, // non-ASCII, positions in characters
+	}
+	for _, e := range edits {
+		must(t, m.doc.SpliceText("q3", e.pos, e.del, e.ins))
+		if _, err := m.send(e.who); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, _ := auditEvents(t, f.a, id)
+	type text struct {
+		by, was, value string
+		pos            int
+	}
+	var got []text
+	for _, e := range events {
+		for _, c := range e.Cells {
+			if e.Type == question.AuditEdit && c.Kind == question.CellText {
+				got = append(got, text{e.By, c.Was, c.Value, c.Pos})
+			}
+		}
+	}
+	want := []text{
+		{"ana", "", "Email is simplest.", 0},
+		{"ben", "simpl", "cheap", 9}, // the common "est" stays
+		{"cleo", "Email ", "", 0},
+		{"ana", "", " — ça va", 11},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("written edits in the export:\n got %+v\nwant %+v", got, want)
+	}
+	prov, err := f.a.Provenance(id)
+	must(t, err)
+	for _, c := range prov {
+		if c.Kind == question.CellText && (c.By != "ana" || c.Value != "" || c.Was != "" || c.Pos != 0) {
+			t.Fatalf("the written answer's provenance %+v, want Ana's last edit alone", c)
+		}
 	}
 }

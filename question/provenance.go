@@ -44,9 +44,11 @@ const (
 	// multiple-choice question Cell is an option id and Value "chosen" or
 	// empty.
 	CellChoice CellKind = "choice"
-	// CellText is a written answer. Value and Was stay empty: the text
-	// itself is in the draft, and storing it with every keystroke would
-	// make provenance cost what the answer weighs.
+	// CellText is a written answer. An edit's cell holds what the edit
+	// changed, not the whole text (storing that with every keystroke would
+	// make provenance cost what the answer weighs): Value is the text it
+	// inserted and Was the text it deleted, at character Pos of the text
+	// before it.
 	CellText CellKind = "text"
 )
 
@@ -73,6 +75,9 @@ type CellProvenance struct {
 	// nobody had).
 	Was   string `json:"was,omitempty"`
 	WasBy string `json:"wasBy,omitempty"`
+	// Pos is where a written answer's edit inserted and deleted (in
+	// characters); 0 for other kinds.
+	Pos int `json:"pos,omitempty"`
 }
 
 // cellRef identifies one value of a decision's drafts.
@@ -96,6 +101,11 @@ func (x provIndex) apply(cells []CellProvenance) provIndex {
 		x = provIndex{}
 	}
 	for _, c := range cells {
+		if c.Kind == CellText {
+			// Who wrote last is the written answer's provenance; what
+			// their edit inserted and deleted belongs to the edit alone.
+			c.Value, c.Was, c.Pos = "", "", 0
+		}
 		x[c.ref()] = c
 	}
 	return x
@@ -151,11 +161,12 @@ func (x provIndex) compact() provIndex {
 func editCells(index provIndex, qs map[string]*crdt.QuestionState, g uint64, before, after crdt.Draft,
 	who string, at time.Time, change string) []CellProvenance {
 	var out []CellProvenance
-	add := func(q string, kind CellKind, cell, was, now string) {
+	add := func(q string, kind CellKind, cell, was, now string) *CellProvenance {
 		c := CellProvenance{Generation: g, Question: strings.Clone(q), Kind: kind, Cell: strings.Clone(cell),
 			Value: strings.Clone(now), By: who, At: at, Change: change, Was: strings.Clone(was)}
 		c.WasBy = index[c.ref()].By
 		out = append(out, c)
+		return &out[len(out)-1]
 	}
 	for q, nd := range after.Questions {
 		od := before.Questions[q]
@@ -164,7 +175,8 @@ func editCells(index provIndex, qs map[string]*crdt.QuestionState, g uint64, bef
 		}
 		shape := qs[q]
 		if od.Text != nd.Text {
-			add(q, CellText, "", "", "")
+			pos, deleted, inserted := textEdit(od.Text, nd.Text)
+			add(q, CellText, "", deleted, inserted).Pos = pos
 		}
 		if !slices.Equal(od.Choices, nd.Choices) {
 			if shape != nil && shape.Multiple {
@@ -191,6 +203,22 @@ func editCells(index provIndex, qs map[string]*crdt.QuestionState, g uint64, bef
 	}
 	sortCells(out)
 	return out
+}
+
+// textEdit returns what turned text before into after, as one splice:
+// the characters deleted and inserted at character pos (the longest
+// common prefix and suffix stay). Concurrent typing merged into one
+// accepted edit shows as the one splice that covers it.
+func textEdit(before, after string) (pos int, deleted, inserted string) {
+	b, a := []rune(before), []rune(after)
+	for pos < len(b) && pos < len(a) && b[pos] == a[pos] {
+		pos++
+	}
+	end := 0
+	for end < len(b)-pos && end < len(a)-pos && b[len(b)-1-end] == a[len(a)-1-end] {
+		end++
+	}
+	return pos, string(b[pos : len(b)-end]), string(a[pos : len(a)-end])
 }
 
 func chosenValue(b bool) string {
