@@ -145,6 +145,9 @@ func TestBrowserPlanReaderCannotEdit(t *testing.T) {
 // rewritten into a new block, relinks to the surviving Rollout heading;
 // the recovery card keeps its surviving paragraph though its table went;
 // both windows show the new anchors live.
+//
+// The rewrite changes everyone's plan, so it asks first, and it is not
+// offered on a decision's page.
 func TestBrowserPlanRewriteRelinks(t *testing.T) {
 	_, ids, ana, ben := twoWriters(t)
 	ben.markPage()
@@ -152,7 +155,24 @@ func TestBrowserPlanRewriteRelinks(t *testing.T) {
 	for _, b := range []*browser{ana, ben} {
 		b.waitFor("the rollout card beside its paragraph", cardIn(roll, "b8", "b8"))
 	}
+	// A decision's page offers no rewrite of the whole plan.
+	ana.click("expand-" + roll)
+	ana.waitFor("the rollout decision's page", `!!$("decision-page") && !!$("page-question")`)
+	if ana.exists("rewrite-doc") {
+		t.Error("a decision's page offers Rewrite document")
+	}
+	ana.click("page-back")
+	ana.waitFor("the plan again", `!!$("plan") && !!$("rewrite-doc")`)
+	// The rewrite asks first; Cancel leaves the plan as it was.
 	ana.click("rewrite-doc")
+	ana.waitText("rewrite-confirm-box", "Rewrite the whole plan for everyone?")
+	ana.click("rewrite-cancel")
+	ana.waitFor("the confirmation gone", `!$("rewrite-confirm-box")`)
+	if !ana.exists("block-b6") || !ana.exists("block-b8") {
+		t.Fatal("a cancelled rewrite changed the plan")
+	}
+	ana.click("rewrite-doc")
+	ana.click("rewrite-confirm")
 	ana.waitText("app-message", "Ana rewrote the plan. 1 decision card moved to the nearest heading still in the plan. 2 decisions lost the passage their answers were written into; the Planner gets those answers again.")
 	// Ben hears of it in Chat, with Ana's name.
 	ben.waitFor("the rewrite's notice in Ben's Chat", `[...document.querySelectorAll('[data-testid^="chat-notice-rewrite-"]')].some((e) => e.textContent.startsWith("Ana rewrote the plan."))`)

@@ -219,6 +219,7 @@ function App({ session, me, onSessionChanged }) {
   const [pageNote, setPageNote] = useState("");
   const [demoBusy, setDemoBusy] = useState("");
   const [editing, setEditing] = useState(false);
+  const [confirmRewrite, setConfirmRewrite] = useState(false);
   // The blocks this person changed in edit mode and has not saved: edit
   // mode stays until they are saved or reverted, so no text is lost.
   const [unsaved, setUnsaved] = useState(() => new Set());
@@ -351,20 +352,25 @@ function App({ session, me, onSessionChanged }) {
             >
               {demoBusy === "starting" ? "Starting…" : "Start demo"}
             </button>
-            <button
-              type="button"
-              class="btn"
-              data-testid="rewrite-doc"
-              onClick={rewrite}
-              disabled={!!demoBusy || !canWrite || !plan}
-              title={
-                reader
-                  ? "Readers cannot rewrite the plan: ask a writer."
-                  : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
-              }
-            >
-              {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document"}
-            </button>
+            {/* The rewrite changes the whole plan, so it belongs to the
+                plan's view, not a decision's page, and asks first. */}
+            {!pageId && (
+              <button
+                type="button"
+                class="btn"
+                data-testid="rewrite-doc"
+                aria-expanded={confirmRewrite}
+                onClick={() => setConfirmRewrite(true)}
+                disabled={!!demoBusy || !canWrite || !plan || confirmRewrite}
+                title={
+                  reader
+                    ? "Readers cannot rewrite the plan: ask a writer."
+                    : "Rewrite the whole document as a workflow run does, outside any Planner turn: the recovery table goes, the rollout paragraph becomes a new block."
+                }
+              >
+                {demoBusy === "rewriting" ? "Rewriting…" : "Rewrite document…"}
+              </button>
+            )}
             <button
               type="button"
               class={`btn${editing ? " outline" : ""}`}
@@ -391,6 +397,30 @@ function App({ session, me, onSessionChanged }) {
         </header>
 
         <div class="banners">
+          {confirmRewrite && !pageId && (
+            <div class="banner warn confirm-rewrite" role="alertdialog" aria-label="Confirm the rewrite" data-testid="rewrite-confirm-box">
+              <span>
+                Rewrite the whole plan for everyone? The recovery table goes and the rollout paragraph is replaced by a new one; cards whose passage goes move to the
+                nearest heading.
+              </span>
+              <span class="confirm-buttons">
+                <button
+                  type="button"
+                  class="btn danger"
+                  data-testid="rewrite-confirm"
+                  onClick={() => {
+                    setConfirmRewrite(false);
+                    rewrite();
+                  }}
+                >
+                  Rewrite the plan
+                </button>
+                <button type="button" class="btn quiet" data-testid="rewrite-cancel" onClick={() => setConfirmRewrite(false)}>
+                  Cancel
+                </button>
+              </span>
+            </div>
+          )}
           {reader && (
             <p class="banner" data-testid="reader-banner">
               You are viewing as {me?.name || display(member)}, who can read this plan but not change it.
