@@ -2,31 +2,8 @@
 // protocol over WebSocket at /sync, decisions stored in bbolt under a
 // local folder.
 //
-//	ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
-//	ACCORD_DATA  (-data)  data folder, default ./data
-//	ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
-//	ACCORD_ADMIN_TOKEN    enables POST /admin/backup, GET /admin/audit and
-//	                      /admin/rotate-session-key for a bearer of this token
-//	ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: the one kept in
-//	                      DATA/mcp.token, made on first start and printed)
-//	ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
-//	ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
-//	                      (a cluster's nodes must share one)
-//	ACCORD_DEMO_LINKS     1 lists the demo members' sign-in links on the page to anyone, as
-//	                      it does anyway when the server listens on a loopback address
-//	ACCORD_SYNC_LIMITS    off turns off the sync server's rates per connection and its cap on
-//	                      connections per member (load tools only)
-//	ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
-//	                      session: anyone is anyone (load tools on your own machine only)
-//	ACCORD_UNSAFE_NOSYNC  1 commits without fsync: a crash can lose acknowledged work
-//	                      (for measuring what durability costs, never for use)
-//	ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
-//	ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
-//	ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
-//	ACCORD_PERSONA_DELAY        how soon an asked persona answers (default 3s)
-//	ACCORD_NATS  (-nats)  NATS URLs: join a cluster sharing decisions in JetStream
-//	                      instead of bbolt (cluster.go; also ACCORD_NODE, ACCORD_NODE_URL,
-//	                      ACCORD_NATS_REPLICAS)
+// Its settings come from flags and ACCORD_* environment variables; -h
+// lists them all (environment, below).
 //
 // POST /admin/backup answers a consistent copy of the bbolt file, taken
 // while the server serves (docs/OPERATIONS.md: backup and restore). Without
@@ -69,6 +46,48 @@ func env(key, def string) string {
 	return def
 }
 
+// environment is what -h says of the ACCORD_* variables, after the
+// flags. TestUsageListsEveryVariable holds it to every variable the
+// server reads.
+const environment = `
+Environment (a flag, where there is one, wins):
+  ACCORD_ADDR  (-addr)  listen address, default 127.0.0.1:8080
+  ACCORD_DATA  (-data)  data folder, default ./data
+  ACCORD_LOG   (-log)   log level: debug, info, warn, error (default info)
+  ACCORD_ADMIN_TOKEN    enables POST /admin/backup, GET /admin/audit and
+                        /admin/rotate-session-key for a bearer of this token
+  ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: the one kept in
+                        DATA/mcp.token, made on first start and printed)
+  ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
+  ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
+                        (a cluster's nodes must share one)
+  ACCORD_DEMO_LINKS     1 lists the demo members' sign-in links on the page to anyone, as
+                        it does anyway when the server listens on a loopback address
+  ACCORD_SYNC_LIMITS    off turns off the sync server's rates per connection and its cap on
+                        connections per member (load tools only)
+  ACCORD_TRUST_MEMBER_PARAM  1 takes the member from ?member= of requests without a
+                        session: anyone is anyone (load tools on your own machine only)
+  ACCORD_UNSAFE_NOSYNC  1 commits without fsync: a crash can lose acknowledged work
+                        (for measuring what durability costs, never for use)
+  ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
+  ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
+  ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
+  ACCORD_PERSONA_DELAY        how soon an asked persona answers (default 3s)
+  ACCORD_NATS  (-nats)  NATS URLs: join a cluster sharing decisions in JetStream
+                        instead of bbolt (cluster.go, docs/OPERATIONS.md)
+  ACCORD_NODE  (-node)  this node's name in the cluster (default host:port)
+  ACCORD_NODE_URL  (-node-url)  where the other nodes reach this one
+  ACCORD_NATS_REPLICAS  (-nats-replicas)  JetStream replicas (default 3; 1 for one NATS server)
+  ACCORD_LEASE_TTL  (-lease-ttl)  how long a document's lease outlives its node
+`
+
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprintf(out, "Usage: %s [flags]\n\nFlags:\n", filepath.Base(os.Args[0]))
+	flag.PrintDefaults()
+	fmt.Fprint(out, environment)
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -81,6 +100,7 @@ func run() error {
 	data := flag.String("data", env("ACCORD_DATA", "./data"), "data folder (bbolt file inside)")
 	level := flag.String("log", env("ACCORD_LOG", "info"), "log level")
 	clustered := clusterFlags()
+	flag.Usage = usage
 	flag.Parse()
 	// automerge's core allocates from every thread that runs a cgo call;
 	// two arenas keep freed memory reusable instead of spread over many.
