@@ -18,6 +18,10 @@
 //     backoff, restarted after a connection that stayed up a while or that
 //     the server closed with 1012 or 1013 (reconnectDelay, restartsBackoff),
 //     and a replica missing changes reconnects to catch up;
+//   - a request awaiting its reply when the connection is lost is sent
+//     again, unchanged, once the next connection is welcomed, and settles
+//     with the outcome the server gives it (one that had taken effect is
+//     answered as it was, repeated); only an ask fails, as disconnected;
 //   - question:changes frames (one change or a commit group's several)
 //     that arrive together are applied in one call, and whether a frame's
 //     heads are in the history is read from the heads the replica has
@@ -58,7 +62,7 @@ const A = R.A;
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
  * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
  *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
- *   viewKey: string, stored: string}} Decision
+ *   viewKey: string, stored: string, reset: {n: number, reply: any}|null}} Decision
  * @typedef {{title?: string, url: string}} Source
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
@@ -99,6 +103,37 @@ const A = R.A;
  * @property {string} change the hash of the last automerge change of that edit
  * @property {string} was the value it replaced ("" for text)
  * @property {string} wasBy who had set that ("" when nobody had)
+ */
+
+/**
+ * A reply to a request (docs/PROTOCOL.md): kind and rid echo it. ok false
+ * carries the refusal's reason and message. repeated says the request
+ * had already taken effect (one sent again after the connection was lost
+ * before its reply): nothing changed now, and the reply tells the outcome
+ * it had.
+ * @typedef {object} Reply
+ * @property {string} kind
+ * @property {string} rid
+ * @property {boolean} ok
+ * @property {string} [id]
+ * @property {string} [reason]
+ * @property {string} [message]
+ * @property {boolean} [repeated]
+ * @property {string[]} [heads]
+ * @property {DecisionRecord} [record]
+ * @property {DecisionRecord[]} [records]
+ * @property {SubmitResult[]} [results]
+ * @property {Finding} [finding]
+ * @property {Item} [option]
+ * @property {Item} [criterion]
+ * @property {Definition} [definition]
+ */
+
+/**
+ * One decision's outcome in a save's reply; repeated says this member's
+ * save of the same revision had already taken effect, record being the
+ * decision as it is now.
+ * @typedef {{id: string, ok: boolean, repeated?: boolean, reason?: string, message?: string, record?: DecisionRecord}} SubmitResult
  */
 
 /**
@@ -179,8 +214,15 @@ export class Client {
     this.welcomedAt = 0;
     this.rid = 0;
     this.stopped = false;
-    /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
+    /**
+     * Requests awaiting their reply, by rid, with the frame sent: kept
+     * across a lost connection and sent again, unchanged, once the next
+     * one is welcomed (see lost).
+     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
+     */
     this.pending = new Map();
+    /** edits refused with a reset so far (Decision.reset), which flush reports */
+    this.resets = 0;
     /**
      * Successful replies whose changes have not arrived yet, by rid: a
      * request resolves once the replica shows its effect (see reply).
@@ -573,7 +615,8 @@ export class Client {
   }
 
   /**
-   * The connection is gone: fail what waits for it and redial after the
+   * The connection is gone: fail an ask that waits for its reply (the
+   * others are sent again on the next connection) and redial after the
    * backoff, restarted first when the connection stayed up long enough or
    * the server closed it with 1012 or 1013 (restartsBackoff); a refused
    * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
@@ -588,7 +631,7 @@ export class Client {
     this.incoming.clear();
     this.incomingQueued = false;
     clearTimeout(this.applyTimer);
-    this.failPending("disconnected");
+    this.failPending("disconnected", true);
     for (const d of this.decisions.values()) {
       d.inflight = "";
       d.sent = [];
@@ -620,28 +663,42 @@ export class Client {
     return true;
   }
 
-  /** @param {string} reason */
-  failPending(reason) {
+  /**
+   * Fails the requests awaiting a reply; with keep, all but an ask
+   * (question:explore naming a member), which are sent again once the
+   * next connection is welcomed: the server answers one that had already
+   * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
+   * request"), while a new ask could not be told from a resent one.
+   * @param {string} reason
+   * @param {boolean} [keep]
+   */
+  failPending(reason, keep) {
     for (const [rid, p] of this.pending) {
+      if (keep && !(p.m.kind === "question:explore" && p.m.member)) continue;
       clearTimeout(p.timer);
+      this.pending.delete(rid);
       p.resolve({ ok: false, reason, rid });
     }
-    this.pending.clear();
   }
 
   /**
-   * Sends a request and waits for its reply (never rejects: a lost
-   * connection or a timeout is a refusal with reason disconnected or
-   * timeout).
+   * Sends a request and waits for its reply, at most requestTimeout (never
+   * rejects: no connection when it is made, or a timeout, is a refusal
+   * with reason disconnected or timeout). A connection lost before the
+   * reply (or closing as it is made) does not end the wait: the request
+   * is sent again, unchanged, once the next one is welcomed (an ask
+   * fails, see failPending).
    * @param {string} kind
    * @param {Record<string, any>} fields
    * @returns {Promise<any>}
    */
   request(kind, fields) {
     const rid = "r" + ++this.rid;
-    if (!this.welcomed || !this.send({ kind, rid, ...fields })) {
+    const m = { kind, rid, ...fields };
+    if (!this.welcomed || !this.ws) {
       return Promise.resolve({ kind, rid, ok: false, reason: "disconnected" });
     }
+    this.send(m);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(rid);
@@ -649,7 +706,7 @@ export class Client {
         resolve({ kind, rid, ok: false, reason: "timeout" });
         this.notify();
       }, this.requestTimeout);
-      this.pending.set(rid, { resolve, timer });
+      this.pending.set(rid, { resolve, timer, m });
     });
   }
 
@@ -678,6 +735,8 @@ export class Client {
         if (!this.storageProblem || this.note?.text !== this.storageProblem.message) this.note = null;
         for (const r of m.records || []) this.adoptRecord(r);
         this.dropUnnamed(m.records || []);
+        // Requests whose reply the last connection lost, as they were sent.
+        for (const p of this.pending.values()) this.send(p.m);
         this.presenceOut.resume();
         return;
       case "question:doc":
@@ -705,7 +764,7 @@ export class Client {
       d = {
         id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
         accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
-        view: null, viewKey: "", stored: "",
+        view: null, viewKey: "", stored: "", reset: null,
       };
       this.decisions.set(id, d);
       this.order.push(id);
@@ -998,6 +1057,8 @@ export class Client {
     /** @type {any} the reset's document, once loaded */
     let srv = null;
     if (m.ok) {
+      // repeated too: changes the server already held (sent again after a
+      // lost reply) were accepted then, and still are.
       const heads = (m.heads || []).slice().sort();
       // Changes the server sent before this reply may still be queued
       // (see handle): the reply's heads come after theirs, so they are
@@ -1023,6 +1084,7 @@ export class Client {
       d.known = new Set(d.accepted);
       d.held = false;
       d.edited = false;
+      d.reset = { n: ++this.resets, reply: m };
       d.note = {
         text: m.reason === "forbidden" ? READER : `Your last change was not accepted — ${lower(refusalText("question:edit", m.reason, m.message))} The card shows the accepted answer again.`,
         tone: "error", at: Date.now(),
@@ -1265,7 +1327,10 @@ export class Client {
 
   /**
    * Resolves once the decisions' edits are all accepted (none unsent or
-   * in flight).
+   * in flight), waiting through a lost connection; rejects with the
+   * refusal of an edit the server refused meanwhile (its replica then
+   * shows the accepted draft again), or with disconnected (no connection
+   * when called, or none at the end) or timeout after ms.
    * @param {string[]} [ids] every decision when omitted
    * @param {number} [ms]
    */
@@ -1278,16 +1343,22 @@ export class Client {
   // ---- requests ----
 
   /**
-   * Waits until none of ids has an edit in flight or unsent.
+   * Waits until none of ids has an edit in flight or unsent (false after
+   * ms, or at once when there is no connection); throws the refusal of an
+   * edit of theirs refused with a reset meanwhile.
    * @param {string[]} ids
    * @param {number} ms
    */
   async idle(ids, ms) {
     const end = Date.now() + ms;
-    for (;;) {
-      const busy = ids.map((id) => this.decisions.get(id)).filter((d) => d && this.unsent(d));
+    const since = this.resets;
+    for (let first = true; ; first = false) {
+      const ds = ids.map((id) => this.decisions.get(id));
+      const reset = ds.find((d) => d?.reset && d.reset.n > since);
+      if (reset) throw refusal(reset.reset?.reply, "question:edit", reset.id);
+      const busy = ds.filter((d) => d && this.unsent(d));
       if (busy.length === 0) return true;
-      if (Date.now() > end || !this.welcomed) return false;
+      if (Date.now() > end || (first && !this.welcomed)) return false;
       for (const d of busy) if (d) { d.held = false; this.push(d); }
       await new Promise((r) => setTimeout(r, 40));
     }
@@ -1371,7 +1442,7 @@ export class Client {
    * @param {Record<string, any>} fields
    * @param {string} busy
    * @param {string} okText
-   * @returns {Promise<any>}
+   * @returns {Promise<Reply>}
    */
   async act(id, kind, fields, busy, okText) {
     // Findings requests are the server's to judge: an asked member who
@@ -1386,7 +1457,13 @@ export class Client {
     }
     d.busy = busy;
     this.notify();
-    const rep = await this.request(kind, { id, ...fields });
+    // A reopen or a why acts on the saved answer shown (its generation):
+    // a decision shown open has none. Sent without one, it would act on
+    // an answer saved meanwhile, and, sent again after a lost reply, be
+    // refused though it took effect.
+    const rep = "generation" in fields && d.record.status === "open"
+      ? { ok: false, reason: "not_settled" }
+      : await this.request(kind, { id, ...fields });
     d.busy = "";
     const text = findings ? findingRefusal : refusalText;
     d.note = rep.ok
@@ -1398,13 +1475,29 @@ export class Client {
   }
 
   /**
-   * Reopens a settled decision; resolves once the replica holds its
-   * fresh draft.
+   * The generation of the saved answer the client shows for a decision;
+   * undefined (not sent) unless it shows it settled. A reopen or a why
+   * names the answer it acts on, so that the server tells one sent again
+   * after a lost reply from a new one, and refuses one whose answer was
+   * reopened and saved over since as stale; of a decision shown open, it
+   * is refused (not_settled) without asking the server (see act).
+   * @param {string} id
+   * @returns {number|undefined}
+   */
+  savedGeneration(id) {
+    const r = this.decisions.get(id)?.record;
+    return r?.status === "settled" && r.generation || undefined;
+  }
+
+  /**
+   * Reopens the settled decision's saved answer the client shows (one
+   * saved again since is refused as stale); resolves once the replica
+   * holds its fresh draft.
    * @param {string} id
    * @returns {Promise<DecisionRecord>}
    */
   async reopen(id) {
-    await this.act(id, "question:reopen", {}, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
+    await this.act(id, "question:reopen", { generation: this.savedGeneration(id) }, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
     return /** @type {Decision} */ (this.decisions.get(id)).record;
   }
 
@@ -1418,13 +1511,14 @@ export class Client {
   }
 
   /**
-   * Sets a settled decision's why (one plain sentence); empty clears it.
+   * Sets the why (one plain sentence; empty clears it) of the settled
+   * decision's saved answer the client shows, as reopen names it.
    * @param {string} id
    * @param {string} text
    * @returns {Promise<DecisionRecord>}
    */
   async why(id, text) {
-    await this.act(id, "question:why", { text }, "why", text ? "Why saved." : "Why cleared.");
+    await this.act(id, "question:why", { text, generation: this.savedGeneration(id) }, "why", text ? "Why saved." : "Why cleared.");
     return /** @type {Decision} */ (this.decisions.get(id)).record;
   }
 
@@ -1448,7 +1542,7 @@ export class Client {
     try {
       const rep = await this.act(id, "question:" + what, { question: qid, key, label }, "append-" + what, "");
       this.appendKeys.delete(slot);
-      return rep[what] || { id: rep.itemId || "", label };
+      return rep[what] || { id: "", label };
     } catch (e) {
       if (!(e instanceof RefusedError) || (e.reason !== "disconnected" && e.reason !== "timeout")) this.appendKeys.delete(slot);
       throw e;
@@ -1480,7 +1574,7 @@ export class Client {
    * host started) or asks a member (question:explore).
    * @param {string} id
    * @param {{request?: string, investigation?: string, member?: string, focus?: string}} target
-   * @returns {Promise<any>} the reply: {finding, record}
+   * @returns {Promise<Reply>} the reply: {finding, record, repeated?}
    */
   explore(id, target) {
     return this.act(id, "question:explore", target, target.member ? "asking" : "exploring", "");
@@ -1489,6 +1583,7 @@ export class Client {
   /**
    * @param {string} id
    * @param {string} finding
+   * @returns {Promise<Reply>}
    */
   stopFinding(id, finding) {
     return this.act(id, "question:explore-stop", { findingId: finding }, "stopping", "");
@@ -1500,6 +1595,7 @@ export class Client {
    * @param {string} finding
    * @param {string} reply
    * @param {""|"supports"|"objects"} [stance]
+   * @returns {Promise<Reply>}
    */
   take(id, finding, reply, stance) {
     return this.act(id, "question:take", { findingId: finding, reply, ...(stance ? { stance } : {}) }, "taking", "");
@@ -1509,6 +1605,7 @@ export class Client {
    * Expands a decision to its page (question:page); the reply's record
    * carries childId.
    * @param {string} id
+   * @returns {Promise<Reply>}
    */
   page(id) {
     return this.act(id, "question:page", {}, "expanding", "");

@@ -125,11 +125,19 @@ export class Client {
     welcomedAt: number;
     rid: number;
     stopped: boolean;
-    /** @type {Map<string, {resolve: (m: any) => void, timer: any}>} */
+    /**
+     * Requests awaiting their reply, by rid, with the frame sent: kept
+     * across a lost connection and sent again, unchanged, once the next
+     * one is welcomed (see lost).
+     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
+     */
     pending: Map<string, {
         resolve: (m: any) => void;
         timer: any;
+        m: any;
     }>;
+    /** edits refused with a reset so far (Decision.reset), which flush reports */
+    resets: number;
     /**
      * Successful replies whose changes have not arrived yet, by rid: a
      * request resolves once the replica shows its effect (see reply).
@@ -246,7 +254,8 @@ export class Client {
     /** @param {any} m */
     deliver(m: any): void;
     /**
-     * The connection is gone: fail what waits for it and redial after the
+     * The connection is gone: fail an ask that waits for its reply (the
+     * others are sent again on the next connection) and redial after the
      * backoff, restarted first when the connection stayed up long enough or
      * the server closed it with 1012 or 1013 (restartsBackoff); a refused
      * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
@@ -258,12 +267,23 @@ export class Client {
     resync(): void;
     /** @param {any} m */
     send(m: any): boolean;
-    /** @param {string} reason */
-    failPending(reason: string): void;
     /**
-     * Sends a request and waits for its reply (never rejects: a lost
-     * connection or a timeout is a refusal with reason disconnected or
-     * timeout).
+     * Fails the requests awaiting a reply; with keep, all but an ask
+     * (question:explore naming a member), which are sent again once the
+     * next connection is welcomed: the server answers one that had already
+     * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
+     * request"), while a new ask could not be told from a resent one.
+     * @param {string} reason
+     * @param {boolean} [keep]
+     */
+    failPending(reason: string, keep?: boolean): void;
+    /**
+     * Sends a request and waits for its reply, at most requestTimeout (never
+     * rejects: no connection when it is made, or a timeout, is a refusal
+     * with reason disconnected or timeout). A connection lost before the
+     * reply (or closing as it is made) does not end the wait: the request
+     * is sent again, unchanged, once the next one is welcomed (an ask
+     * fails, see failPending).
      * @param {string} kind
      * @param {Record<string, any>} fields
      * @returns {Promise<any>}
@@ -463,13 +483,18 @@ export class Client {
     open(id: string, ms?: number): Promise<DecisionState>;
     /**
      * Resolves once the decisions' edits are all accepted (none unsent or
-     * in flight).
+     * in flight), waiting through a lost connection; rejects with the
+     * refusal of an edit the server refused meanwhile (its replica then
+     * shows the accepted draft again), or with disconnected (no connection
+     * when called, or none at the end) or timeout after ms.
      * @param {string[]} [ids] every decision when omitted
      * @param {number} [ms]
      */
     flush(ids?: string[], ms?: number): Promise<void>;
     /**
-     * Waits until none of ids has an edit in flight or unsent.
+     * Waits until none of ids has an edit in flight or unsent (false after
+     * ms, or at once when there is no connection); throws the refusal of an
+     * edit of theirs refused with a reset meanwhile.
      * @param {string[]} ids
      * @param {number} ms
      */
@@ -504,12 +529,24 @@ export class Client {
      * @param {Record<string, any>} fields
      * @param {string} busy
      * @param {string} okText
-     * @returns {Promise<any>}
+     * @returns {Promise<Reply>}
      */
-    act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<any>;
+    act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<Reply>;
     /**
-     * Reopens a settled decision; resolves once the replica holds its
-     * fresh draft.
+     * The generation of the saved answer the client shows for a decision;
+     * undefined (not sent) unless it shows it settled. A reopen or a why
+     * names the answer it acts on, so that the server tells one sent again
+     * after a lost reply from a new one, and refuses one whose answer was
+     * reopened and saved over since as stale; of a decision shown open, it
+     * is refused (not_settled) without asking the server (see act).
+     * @param {string} id
+     * @returns {number|undefined}
+     */
+    savedGeneration(id: string): number | undefined;
+    /**
+     * Reopens the settled decision's saved answer the client shows (one
+     * saved again since is refused as stale); resolves once the replica
+     * holds its fresh draft.
      * @param {string} id
      * @returns {Promise<DecisionRecord>}
      */
@@ -520,7 +557,8 @@ export class Client {
      */
     discard(id: string): Promise<DecisionRecord>;
     /**
-     * Sets a settled decision's why (one plain sentence); empty clears it.
+     * Sets the why (one plain sentence; empty clears it) of the settled
+     * decision's saved answer the client shows, as reopen names it.
      * @param {string} id
      * @param {string} text
      * @returns {Promise<DecisionRecord>}
@@ -554,33 +592,36 @@ export class Client {
      * host started) or asks a member (question:explore).
      * @param {string} id
      * @param {{request?: string, investigation?: string, member?: string, focus?: string}} target
-     * @returns {Promise<any>} the reply: {finding, record}
+     * @returns {Promise<Reply>} the reply: {finding, record, repeated?}
      */
     explore(id: string, target: {
         request?: string;
         investigation?: string;
         member?: string;
         focus?: string;
-    }): Promise<any>;
+    }): Promise<Reply>;
     /**
      * @param {string} id
      * @param {string} finding
+     * @returns {Promise<Reply>}
      */
-    stopFinding(id: string, finding: string): Promise<any>;
+    stopFinding(id: string, finding: string): Promise<Reply>;
     /**
      * The asked member's take (question:take).
      * @param {string} id
      * @param {string} finding
      * @param {string} reply
      * @param {""|"supports"|"objects"} [stance]
+     * @returns {Promise<Reply>}
      */
-    take(id: string, finding: string, reply: string, stance?: "" | "supports" | "objects"): Promise<any>;
+    take(id: string, finding: string, reply: string, stance?: "" | "supports" | "objects"): Promise<Reply>;
     /**
      * Expands a decision to its page (question:page); the reply's record
      * carries childId.
      * @param {string} id
+     * @returns {Promise<Reply>}
      */
-    page(id: string): Promise<any>;
+    page(id: string): Promise<Reply>;
     /**
      * Publishes this connection's presence to the document's other
      * connections: the decision, question and field it is in, a selection,
@@ -711,6 +752,10 @@ export type Decision = {
     view: any;
     viewKey: string;
     stored: string;
+    reset: {
+        n: number;
+        reply: any;
+    } | null;
 };
 export type Source = {
     title?: string;
@@ -820,6 +865,43 @@ export type CellProvenance = {
      * who had set that ("" when nobody had)
      */
     wasBy: string;
+};
+/**
+ * A reply to a request (docs/PROTOCOL.md): kind and rid echo it. ok false
+ * carries the refusal's reason and message. repeated says the request
+ * had already taken effect (one sent again after the connection was lost
+ * before its reply): nothing changed now, and the reply tells the outcome
+ * it had.
+ */
+export type Reply = {
+    kind: string;
+    rid: string;
+    ok: boolean;
+    id?: string;
+    reason?: string;
+    message?: string;
+    repeated?: boolean;
+    heads?: string[];
+    record?: DecisionRecord;
+    records?: DecisionRecord[];
+    results?: SubmitResult[];
+    finding?: Finding;
+    option?: Item;
+    criterion?: Item;
+    definition?: Definition;
+};
+/**
+ * One decision's outcome in a save's reply; repeated says this member's
+ * save of the same revision had already taken effect, record being the
+ * decision as it is now.
+ */
+export type SubmitResult = {
+    id: string;
+    ok: boolean;
+    repeated?: boolean;
+    reason?: string;
+    message?: string;
+    record?: DecisionRecord;
 };
 /**
  * Another member replaced a value this member had set.
