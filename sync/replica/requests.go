@@ -140,8 +140,12 @@ func (c *Client) Submit(ctx context.Context, ids ...string) ([]wire.SubmitResult
 // reopens the saved answer the client holds: one saved again since is
 // refused as stale.
 func (c *Client) Reopen(ctx context.Context, id string) (question.Record, error) {
+	g, err := c.settledGeneration(id)
+	if err != nil {
+		return question.Record{}, err
+	}
 	h := c.header(wire.KindReopen)
-	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id, Generation: c.settledGeneration(id)})
+	r, err := c.do(ctx, h.RID, &wire.Target{Header: h, ID: id, Generation: g})
 	if err != nil {
 		return question.Record{}, err
 	}
@@ -149,13 +153,21 @@ func (c *Client) Reopen(ctx context.Context, id string) (question.Record, error)
 }
 
 // settledGeneration is the generation of the saved answer the client
-// holds for a decision, 0 if it holds none: what a reopen or a why acts
-// on, so that the server tells a resent one from a new one.
-func (c *Client) settledGeneration(id string) uint64 {
-	if rec, ok := c.Record(id); ok && rec.Status == question.Settled {
-		return rec.Generation
+// holds for a decision: what a reopen or a why acts on, so that the
+// server tells a resent one from a new one. A decision the client holds
+// but not as settled is refused here as not_settled: sent without a
+// generation, the request would act on whatever answer the server has
+// meanwhile, which its member never saw. 0 for a decision it does not
+// hold: the server decides.
+func (c *Client) settledGeneration(id string) (uint64, error) {
+	rec, ok := c.Record(id)
+	switch {
+	case !ok:
+		return 0, nil
+	case rec.Status != question.Settled:
+		return 0, refusal(question.NotSettled, "the decision is %s here; only a settled decision can be reopened or given a why", rec.Status)
 	}
-	return 0
+	return rec.Generation, nil
 }
 
 // Discard sets a decision aside, keeping its history.
@@ -191,7 +203,11 @@ func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (questio
 // SetWhy sets, replaces or (empty text) clears a settled decision's why.
 func (c *Client) SetWhy(ctx context.Context, id, text string) (question.Record, error) {
 	h := c.header(wire.KindWhy)
-	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: c.settledGeneration(id)})
+	g, err := c.settledGeneration(id)
+	if err != nil {
+		return question.Record{}, err
+	}
+	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: g})
 	if err != nil {
 		return question.Record{}, err
 	}
