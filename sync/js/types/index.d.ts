@@ -32,7 +32,7 @@ export type Storage = import("./storage.js").Storage;
 export type QuestionDraft = import("./replica.js").QuestionDraft;
 import { Client } from "./client.js";
 import * as R from "./replica.js";
-export { Client, display, findingsOf, forward, syncURL } from "./client.js";
+export { Client, display, findingsOf, forward, reconnectDelay, syncURL } from "./client.js";
 export { RefusedError, StorageError } from "./errors.js";
 export { IndexedDBStorage, MemoryStorage, isQuotaError } from "./storage.js";
 export { OFFLINE, READER, STALE, findingRefusal, refusalText } from "./messages.js";

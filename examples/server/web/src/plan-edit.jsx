@@ -7,6 +7,7 @@
 // as the person found it, the edit is sent again at the new revision,
 // else their text stays in the field for them to review.
 
+import { reconnectDelay } from "@accord-crdt/client";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 /**
@@ -21,8 +22,10 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
  * The plan and Chat of docId, as the server last pushed them over the
  * feed socket (GET api/plan/socket): each message is a whole snapshot,
  * {plan} or {chat}. A lost socket is redialled with the sync client's
- * backoff (0.4 s doubling to 5 s), also across a server restart, and the
- * first messages after it are whole snapshots again.
+ * jittered backoff (reconnectDelay: 50 ms doubling to 5 s, each wait
+ * between half and all of that), also across a server restart, so that
+ * the many pages a restart drops do not redial in step; the first
+ * messages after it are whole snapshots again.
  * @param {string} docId
  * @returns {{plan: Plan|null, chat: {notices: Notice[]}|null, live: boolean, error: string}}
  */
@@ -42,10 +45,8 @@ export function usePlanFeed(docId) {
       u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
       const sock = new WebSocket(u);
       ws = sock;
-      sock.onopen = () => {
-        attempts = 0;
-      };
       sock.onmessage = (e) => {
+        attempts = 0; // served: a server that accepts and drops keeps the backoff growing
         let m;
         try {
           m = JSON.parse(e.data);
@@ -58,7 +59,7 @@ export function usePlanFeed(docId) {
       sock.onclose = () => {
         if (stopped) return;
         setState((s) => ({ ...s, live: false, error: s.plan ? "" : "the plan is not reachable" }));
-        const delay = Math.min(5000, 400 * 2 ** Math.min(attempts, 4)) * (0.75 + Math.random() * 0.5);
+        const delay = reconnectDelay(attempts, { minBackoff: 50, maxBackoff: 5000 });
         attempts++;
         timer = setTimeout(dial, delay);
       };
