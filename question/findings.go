@@ -49,6 +49,8 @@ type Source struct {
 // Finding is what research, an investigation or an ask brought to a
 // decision (R1). Ref names the work (the host's request or investigation
 // id) or, for an ask, the asked member's login; By is who started it.
+// Summary is the work's result or the asked member's take; for failed
+// work, why it failed, when the host said.
 type Finding struct {
 	ID          string        `json:"id"`
 	Kind        FindingKind   `json:"kind"`
@@ -124,7 +126,8 @@ func (s WorkStatus) Terminal() bool {
 }
 
 // Work is what the host says of one piece of work: its state and, once it
-// is ready or finished, its result.
+// is ready or finished, its result. Work that failed says why in Summary,
+// which the failed finding keeps.
 type Work struct {
 	Status      WorkStatus `json:"status"`
 	Title       string     `json:"title,omitempty"`
@@ -574,6 +577,7 @@ func settleWith(f *Finding, w Work) {
 		f.ChildID = clip(w.ChildID, MaxKeyLen)
 	case WorkFailed:
 		f.Status = FindingFailed
+		f.Summary = clip(strings.TrimSpace(w.Summary), MaxFindingText)
 	case WorkCancelled:
 		f.Status = FindingStopped
 	}

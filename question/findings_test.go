@@ -127,7 +127,7 @@ func TestAttachingEndedWorkSettlesAtOnce(t *testing.T) {
 	a := newFindingsAuthority(t, memstore.New(), "plan-1", h)
 	rec := createOne(t, a, "k")
 	h.work["done"] = question.Work{Status: question.WorkFinished, Branch: "spike/reset", Summary: "SMS needs a provider."}
-	h.work["bad"] = question.Work{Status: question.WorkFailed}
+	h.work["bad"] = question.Work{Status: question.WorkFailed, Summary: " The search service timed out. "}
 	got, err := a.Explore(ctx, ana, question.ExploreRequest{ID: rec.ID, Kind: question.FindingSpike, Ref: "done"}, h.check)
 	must(t, err)
 	if got.Finding.Status != question.FindingReady || got.Finding.Branch != "spike/reset" {
@@ -135,7 +135,8 @@ func TestAttachingEndedWorkSettlesAtOnce(t *testing.T) {
 	}
 	got, err = a.Explore(ctx, ana, question.ExploreRequest{ID: rec.ID, Kind: question.FindingResearch, Ref: "bad"}, h.check)
 	must(t, err)
-	if got.Finding.Status != question.FindingFailed {
+	// A failed finding keeps the host's reason.
+	if got.Finding.Status != question.FindingFailed || got.Finding.Summary != "The search service timed out." {
 		t.Fatalf("failed request: %+v", got.Finding)
 	}
 	// A failed request retried to ready updates its failed finding.

@@ -349,7 +349,8 @@ func TestBrowserAskAndTake(t *testing.T) {
 // online, said in the menu); Ana starts an investigation, Ben's Stop is
 // refused with the server's reason, Ana's own Stop on the page (which
 // says Exploring) stops it. Research whose focus asks to fail settles
-// failed with a quiet notice.
+// failed with a quiet notice: the card says "research failed" without
+// counting it as a finding, and the page gives the reason.
 func TestBrowserStopAndInvestigate(t *testing.T) {
 	srv, ids, ana, ben := researchWriters(t, demoOptions{ResearchDelay: 700 * time.Millisecond, InvestigationDelay: 20 * time.Second, Personas: true})
 	id := ids["rollout"]
@@ -393,7 +394,11 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 	ana.click("research-web-" + id)
 	ana.typeInto("details-research-"+id, "please fail")
 	ana.click("start-research-" + id)
-	ana.waitText("findings-"+id, "2 findings")
+	// The card says it failed and does not count it as a finding.
+	ana.waitFor("the card's findings button saying the research failed", fmt.Sprintf(`$("findings-%s")?.dataset.failed === "1"`, id))
+	if got := ana.text("findings-" + id); got != "1 finding, research failed" {
+		t.Errorf("the card's findings button after a failed request says %q, want %q", got, "1 finding, research failed")
+	}
 	fs = ana.findings(id)
 	if fs[1].Status != "failed" {
 		t.Fatalf("the failing research: %+v", fs[1])
@@ -412,6 +417,8 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 	ana.waitFor("the page", `$("decision-page")`)
 	ana.waitText("finding-"+fs[0].ID, "Stopped")
 	ana.waitText("finding-"+fs[1].ID, "Research failed")
+	// The page gives the reason.
+	ana.waitText("finding-reason-"+fs[1].ID, "Research failed: The demo's research service turned this request down: it fails every request whose details mention “fail”.")
 }
 
 // An investigation that finishes shows its branch on the page.

@@ -354,15 +354,19 @@ func kindNoun(k question.FindingKind) string {
 	return "research request"
 }
 
-// result is what a job deterministically ends with: research whose focus
-// mentions "fail" fails; other research is ready with a title, a summary
-// and sources chosen by the focus's words; an investigation finishes on a
-// branch named after its focus.
+// result is what a job deterministically ends with: work whose focus
+// mentions "fail" fails, saying why; other research is ready with a title,
+// a summary and sources chosen by the focus's words; an investigation
+// finishes on a branch named after its focus.
 func result(j *job) question.Work {
 	focus := strings.TrimSpace(j.Focus)
 	low := strings.ToLower(focus)
 	if strings.Contains(low, "fail") {
-		return question.Work{Status: question.WorkFailed}
+		why := "The demo's research service turned this request down: it fails every request whose details mention “fail”. Start it again with other details."
+		if j.Kind == question.FindingSpike {
+			why = "The paired machine turned this investigation down: the demo fails every investigation whose details mention “fail”. Start it again with other details."
+		}
+		return question.Work{Status: question.WorkFailed, Summary: why}
 	}
 	if j.Kind == question.FindingSpike {
 		return question.Work{

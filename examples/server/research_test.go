@@ -58,6 +58,9 @@ func TestResearchResults(t *testing.T) {
 		if c.kind == question.FindingResearch && c.status == question.WorkReady && (w.Summary == "" || len(w.Sources) == 0 || w.SourceCount <= len(w.Sources)) {
 			t.Errorf("%q: ready research without summary or sources: %+v", c.focus, w)
 		}
+		if c.status == question.WorkFailed && !strings.HasPrefix(w.Summary, "The ") {
+			t.Errorf("%s %q: failed without saying why: %+v", c.kind, c.focus, w)
+		}
 		if again := result(&job{ID: "work-7", Kind: c.kind, Focus: c.focus}); again.Title != w.Title || again.Summary != w.Summary {
 			t.Errorf("%q: not deterministic", c.focus)
 		}

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { useSyncedField } from "./synced-field.js";
 import { Client, findingsOf } from "@accord-crdt/client";
 import { drafts, settled as outcome } from "./work.js";
-import { Face, ResearchMenu, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
+import { Face, ResearchMenu, failureReason, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
 import { Overwrites, Present } from "./presence.jsx";
 
 /**
@@ -292,8 +292,14 @@ function FindingView({ f, who }) {
         </span>
       </p>
       {f.focus && <p class="muted small">Focus: {f.focus}</p>}
-      {state && <p class="muted">{state}</p>}
-      {f.summary && <p class="fsummary">{f.summary}</p>}
+      {f.status === "failed" ? (
+        <p class="freason" data-testid={`finding-reason-${f.id}`}>
+          <strong>{state}:</strong> {failureReason(f)}
+        </p>
+      ) : (
+        state && <p class="muted">{state}</p>
+      )}
+      {f.summary && f.status !== "failed" && <p class="fsummary">{f.summary}</p>}
       {(f.sources || []).length > 0 && (
         <ul class="sources">
           {(f.sources || []).map((s) => (

@@ -175,16 +175,39 @@ export function FindingsButton({ c, d }) {
   const done = findingsOf(d.record).filter((f) => f.status !== "running");
   if (done.length === 0) return null;
   const takes = done.filter((f) => f.kind === "ask").length;
+  // Failed work brought nothing: it is said as failed, not counted.
+  const failed = done.filter((f) => f.kind !== "ask" && f.status === "failed");
+  const found = done.length - takes - failed.length;
   // The page's own words: its Findings (research, investigations) and
   // Takes (answers of the people asked).
   const parts = [];
-  if (done.length > takes) parts.push(findingsLabel(done.length - takes));
+  if (found) parts.push(findingsLabel(found));
   if (takes) parts.push(`${takes} take${takes === 1 ? "" : "s"}`);
+  if (failed.length === 1) parts.push(failed[0].kind === "spike" ? "investigation failed" : "research failed");
+  else if (failed.length) parts.push(`${failed.length} failed`);
+  const text = parts.join(", ");
+  const last = failed[failed.length - 1];
   return (
-    <button type="button" class="btn quiet findings-btn" data-testid={`findings-${d.id}`} data-count={done.length} onClick={() => openPage(c, d.id)}>
-      {parts.join(", ")}
+    <button
+      type="button"
+      class={`btn quiet findings-btn${failed.length ? " has-failed" : ""}`}
+      data-testid={`findings-${d.id}`}
+      data-count={found + takes}
+      data-failed={failed.length}
+      title={last ? `${last.kind === "spike" ? "The investigation" : "Research"} failed: ${failureReason(last)}` : undefined}
+      onClick={() => openPage(c, d.id)}
+    >
+      {text.charAt(0).toUpperCase() + text.slice(1)}
     </button>
   );
+}
+
+/**
+ * Why work failed: the host's reason (the finding's summary).
+ * @param {Finding} f
+ */
+export function failureReason(f) {
+  return (f.summary || "").trim() || "the service gave no reason.";
 }
 
 /**
