@@ -57,6 +57,12 @@ func newTestServer(t *testing.T) *testServer {
 // A port that a stopped server just released is retried until it is free.
 func startServer(t *testing.T, dir, addr string) *testServer {
 	t.Helper()
+	return startServerLogging(t, dir, addr, slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// startServerLogging is startServer with the server's log going to log.
+func startServerLogging(t *testing.T, dir, addr string, log *slog.Logger) *testServer {
+	t.Helper()
 	var ln net.Listener
 	deadline := time.Now().Add(waitTime)
 	for {
@@ -72,7 +78,6 @@ func startServer(t *testing.T, dir, addr string) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{t: t, dir: dir, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 	prepareSessions(t, dir, "", s.addr)
-	log := slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { s.done <- serve(ctx, ln, dir, log, io.Discard) }()
 	t.Cleanup(s.stop)
 	return s

@@ -59,6 +59,8 @@ Environment (a flag, where there is one, wins):
   ACCORD_MCP_TOKEN      bearer token of the MCP endpoint /mcp (default: the one kept in
                         DATA/mcp.token, made on first start and printed)
   ACCORD_MCP_DOCS       limits that token to these documents (comma-separated)
+  ACCORD_MCP_PROGRESS   how often a waiting MCP call (await_answers, ask) sends progress
+                        when its request asks for it (default 15s)
   ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
                         (a cluster's nodes must share one)
   ACCORD_DEMO_LINKS     1 lists the demo members' sign-in links on the page to anyone, as
@@ -161,7 +163,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	if hs.Handler, err = store.route(ctx, app, hs.Handler, log); err != nil {
 		return err
 	}
-	hs.Handler = sameSite(hs.Handler) // signin.go
+	hs.Handler = app.sessions.sameSite(log, hs.Handler) // signin.go
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() {

@@ -147,7 +147,9 @@ func (s *sessions) sign(payload string) []byte {
 }
 
 // verify returns what tok says if this server signed it with its current
-// key, it has not expired and, for a session, it was not revoked.
+// key, it has not expired and, for a session, it was not revoked. For an
+// authentic token that expired or was revoked it returns the error with
+// what the token says, so that a refusal can name the member.
 func (s *sessions) verify(tok string) (claims, error) {
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 || parts[0] != "v1" {
@@ -162,15 +164,17 @@ func (s *sessions) verify(tok string) (claims, error) {
 	if err != nil || json.Unmarshal(payload, &c) != nil || (c.Kind != "invite" && c.Kind != "session") {
 		return claims{}, errBadToken
 	}
+	// An authentic token that expired or was signed out still says whose
+	// it was, for the log; the error says it no longer counts.
 	if s.now().Unix() >= c.Exp {
-		return claims{}, errors.New("the sign-in link or session has expired")
+		return c, errors.New("the sign-in link or session has expired")
 	}
 	if c.Kind == "session" {
 		s.mu.Lock()
 		_, gone := s.revoked[c.ID]
 		s.mu.Unlock()
 		if gone {
-			return claims{}, errors.New("the session was signed out")
+			return c, errors.New("the session was signed out")
 		}
 	}
 	return c, nil
@@ -251,10 +255,11 @@ func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 	mux.HandleFunc("GET /signin", func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.verify(r.URL.Query().Get("invite"))
 		if err != nil || c.Kind != "invite" {
-			msg := "This sign-in link is not valid. Ask for a new one (the server prints the demo members' links when it starts)."
+			msg, why := "This sign-in link is not valid. Ask for a new one (the server prints the demo members' links when it starts).", "not valid"
 			if err != nil && !errors.Is(err, errBadToken) {
-				msg = "This sign-in link has expired. Ask for a new one."
+				msg, why = "This sign-in link has expired. Ask for a new one.", "expired"
 			}
+			a.log.Warn("sign-in link refused", "why", why, "member", c.Member, "remote", r.RemoteAddr)
 			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
@@ -284,10 +289,11 @@ func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 			return
 		}
 		// The session's live connections end; the member's others stay.
-		if _, err := a.srv.Reauthorize(r.Context(), c.Member); err != nil {
+		ended, err := a.srv.Reauthorize(r.Context(), c.Member)
+		if err != nil {
 			a.log.Error("sign out", "member", c.Member, "err", err)
 		}
-		a.log.Info("signed out", "member", c.Member)
+		a.log.Info("signed out", "member", c.Member, "connections_closed", ended.Closed)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	if adminToken == "" {
@@ -339,20 +345,30 @@ func (s *sessions) sweepLoop(ctx context.Context, a *app) {
 // HTML form can send (a cross-site fetch with application/json, or with
 // an Authorization header, needs a CORS preflight this server never
 // grants).
-func sameSite(next http.Handler) http.Handler {
+//
+// Each refusal is logged once, with the member whose session the request
+// carried: a page of another site acting on a member's behalf is worth
+// an operator's attention.
+func (s *sessions) sameSite(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			next.ServeHTTP(w, r)
 			return
 		}
+		refuse := func(msg string, code int) {
+			m, _ := s.memberOf(r)
+			log.Warn("request refused: "+msg, "member", m.Login, "path", r.URL.Path, "doc", r.URL.Query().Get("doc"),
+				"origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			http.Error(w, msg, code)
+		}
 		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			http.Error(w, "cross-site request refused", http.StatusForbidden)
+			refuse("cross-site request refused", http.StatusForbidden)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
 			if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
-				http.Error(w, "cross-origin request refused", http.StatusForbidden)
+				refuse("cross-origin request refused", http.StatusForbidden)
 				return
 			}
 		}
@@ -360,7 +376,7 @@ func sameSite(next http.Handler) http.Handler {
 		// session; one without is judged by its own credentials.
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if mt != "application/json" && r.Header.Get("Cookie") != "" && r.Header.Get("Authorization") == "" {
-			http.Error(w, "a state-changing request needs Content-Type: application/json", http.StatusUnsupportedMediaType)
+			refuse("a state-changing request needs Content-Type: application/json", http.StatusUnsupportedMediaType)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -161,7 +161,8 @@ func (d *document) changeRights(c *conn, ch *rightsChange) rightsOutcome {
 	old := c.login()
 	switch {
 	case ch.refused:
-		d.s.opts.Logger.Info("closing a connection whose member was refused", "doc", d.id, "member", old.Login)
+		// The host that asked says why, once (Reauthorize's count).
+		d.s.opts.Logger.Debug("closing a connection whose member was refused", "doc", d.id, "member", old.Login)
 		c.replyError(c.format, "", string(question.Forbidden), "your access to this document was withdrawn")
 		c.close()
 		return rightsClosed

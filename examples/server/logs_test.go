@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a log destination the server's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the lines logged so far that contain every one of parts.
+func (l *lockedBuffer) lines(parts ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		all := line != ""
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestRefusalsAreLoggedOnce: a refused sign-in link and a cross-site write
+// each leave one line naming the member, and a sign-out one line with the
+// connections it closed, not one per connection.
+func TestRefusalsAreLoggedOnce(t *testing.T) {
+	var logged lockedBuffer
+	s := startServerLogging(t, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	waitHealthy(t, s)
+	keys := sessionsAt(s.addr)
+
+	res, err := http.Get(s.url("/signin?invite=" + keys.mint(claims{Kind: "invite", Member: "ben", Write: true, Exp: time.Now().Add(-time.Minute).Unix()})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := logged.lines("sign-in link refused", "why=expired", "member=ben"); len(got) != 1 {
+		t.Errorf("an expired link logged %q, want one line naming Ben", got)
+	}
+
+	cookie := sessionCookie + "=" + sessionToken(t, s.addr, "ana")
+	if code := rawPost(t, s.url("/api/demo/start?doc="+demoDoc), http.Header{"Cookie": {cookie}, "Content-Type": {"application/json"}, "Origin": {"http://evil.example"}}, "{}"); code != http.StatusForbidden {
+		t.Fatalf("a cross-origin write: %d, want 403", code)
+	}
+	if got := logged.lines("cross-origin request refused", "member=ana", "doc="+demoDoc, "origin=http://evil.example"); len(got) != 1 {
+		t.Errorf("a cross-origin write logged %q, want one line naming Ana and the document", got)
+	}
+
+	// Ana signs in, opens the plan's sync socket twice, and signs out.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Transport: plainTransport}
+	res, err = browser.Get(keys.invite("http://"+s.addr, persona{Login: "ana", Name: "Ana", Write: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+	defer cancel()
+	for range 2 {
+		c, err := dialAs(t, ctx, "ws://"+s.addr+"/sync?doc="+demoDoc+"&member=ana")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/signout"), strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	res, err = browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := logged.lines("signed out", "member=ana"); len(got) != 1 {
+		t.Errorf("a sign-out logged %q, want one line", got)
+	}
+	if got := logged.lines("closing a connection whose member was refused"); len(got) != 0 {
+		t.Errorf("a sign-out logged a line per connection: %q", got)
+	}
+}
