@@ -1,6 +1,7 @@
 // The package against the real Go server (test/server), over real sockets.
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import "fake-indexeddb/auto";
 import { decode } from "@msgpack/msgpack";
@@ -305,16 +306,24 @@ test("a full storage is reported and editing goes on", async () => {
   }
 });
 
-test("the README's quick start runs", async () => {
+test("the README's quick start is examples/quickstart.mjs, and runs twice in a row, exiting on its own", async () => {
   const { execFile } = await import("node:child_process");
-  const out = await new Promise((resolve, reject) => {
-    execFile(process.execPath, ["examples/quickstart.mjs", server.url], { cwd: new URL("..", import.meta.url).pathname, timeout: 30000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`));
-      else resolve(stdout);
+  const dir = new URL("..", import.meta.url).pathname;
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const section = readme.slice(readme.indexOf("## Quick start (Node)"));
+  const block = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.equal(block, readFileSync(new URL("../examples/quickstart.mjs", import.meta.url), "utf8"), "README's quick start block differs from examples/quickstart.mjs");
+  for (const run of [1, 2]) {
+    const out = await new Promise((resolve, reject) => {
+      execFile(process.execPath, ["examples/quickstart.mjs", server.url], { cwd: dir, timeout: 20000 }, (err, stdout, stderr) => {
+        if (err?.killed) reject(new Error(`run ${run} did not exit on its own\n${stdout}\n${stderr}`));
+        else if (err) reject(new Error(`run ${run}: ${err.message}\n${stderr}`));
+        else resolve(stdout);
+      });
     });
-  });
-  assert.match(String(out), /refused: duplicate/);
-  assert.match(String(out), /ben sees: "The team runs it already\.", settled/);
+    assert.match(String(out), /refused: duplicate: That option is already on this question\./, `run ${run}`);
+    assert.match(String(out), /ben sees: "The team runs it already\.", settled/, `run ${run}`);
+  }
 });
 
 test("a stored decision the server no longer has is dropped, and connecting still ends", async () => {
