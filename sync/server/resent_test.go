@@ -195,6 +195,18 @@ func (r *resentRun) check(what string, ok func(rec question.Record, doc *crdt.Do
 	})
 }
 
+// expect records what the server must show for a request's outcome:
+// took holds once it took effect, so it must hold if the request was
+// reported done and must not if it was reported refused.
+func (r *resentRun) expect(what string, err error, took func(rec question.Record, doc *crdt.Doc) bool) {
+	switch done, refused := r.outcome(what, err); {
+	case done:
+		r.check(what+" was reported done, yet it did not take effect", took)
+	case refused:
+		r.check(what+" was reported refused, yet it took effect", func(rec question.Record, doc *crdt.Doc) bool { return !took(rec, doc) })
+	}
+}
+
 func requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
@@ -274,13 +286,8 @@ func (r *resentRun) edit(m *resentMember, kind, pick int) {
 	}
 	ctx, cancel := requestCtx()
 	defer cancel()
-	what := fmt.Sprintf("%s's edit #%d", m.login, n)
-	switch done, refused := r.outcome(what, m.c.Flush(ctx, r.id)); {
-	case done:
-		r.check(what+" was reported accepted, yet the server lacks it", func(_ question.Record, doc *crdt.Doc) bool { return doc.Has(heads) })
-	case refused:
-		r.check(what+" was reported refused, yet the server holds it", func(_ question.Record, doc *crdt.Doc) bool { return !doc.Has(heads) })
-	}
+	r.expect(fmt.Sprintf("%s's edit #%d", m.login, n), m.c.Flush(ctx, r.id),
+		func(_ question.Record, doc *crdt.Doc) bool { return doc.Has(heads) })
 }
 
 func (r *resentRun) save(m *resentMember) {
@@ -310,13 +317,7 @@ func (r *resentRun) save(m *resentMember) {
 		}
 		return false
 	}
-	what := fmt.Sprintf("%s's save #%d", m.login, n)
-	switch done, refused := r.outcome(what, err); {
-	case done:
-		r.check(what+" was reported saved, yet no such answer is", func(rec question.Record, _ *crdt.Doc) bool { return saved(rec) })
-	case refused:
-		r.check(what+" was reported refused, yet its answer is saved", func(rec question.Record, _ *crdt.Doc) bool { return !saved(rec) })
-	}
+	r.expect(fmt.Sprintf("%s's save #%d", m.login, n), err, func(rec question.Record, _ *crdt.Doc) bool { return saved(rec) })
 }
 
 func (r *resentRun) reopen(m *resentMember) {
@@ -337,13 +338,7 @@ func (r *resentRun) reopen(m *resentMember) {
 		}
 		return false
 	}
-	what := fmt.Sprintf("%s's reopen #%d of generation %d", m.login, n, g)
-	switch done, refused := r.outcome(what, err); {
-	case done:
-		r.check(what+" was reported done, yet they did not reopen it", func(rec question.Record, _ *crdt.Doc) bool { return reopened(rec) })
-	case refused:
-		r.check(what+" was reported refused, yet they reopened it", func(rec question.Record, _ *crdt.Doc) bool { return !reopened(rec) })
-	}
+	r.expect(fmt.Sprintf("%s's reopen #%d of generation %d", m.login, n, g), err, func(rec question.Record, _ *crdt.Doc) bool { return reopened(rec) })
 }
 
 // why sets a why; it is never held, so that the whys reported set follow
@@ -396,23 +391,18 @@ func (r *resentRun) appendOption(m *resentMember) {
 	ctx, cancel := requestCtx()
 	defer cancel()
 	opt, _, _, err := m.c.AppendOption(ctx, r.id, "q1", key, label)
-	what := fmt.Sprintf("%s's option %q", m.login, key)
-	switch done, refused := r.outcome(what, err); {
-	case done:
-		r.check(what+" was reported appended, yet it is missing", func(rec question.Record, _ *crdt.Doc) bool {
-			for _, o := range rec.Definition.Questions[0].Options {
-				if o.ID == opt.ID {
-					return o.Label == label && rec.Appended[key].ID == o.ID
-				}
-			}
+	r.expect(fmt.Sprintf("%s's option %q", m.login, key), err, func(rec question.Record, _ *crdt.Doc) bool {
+		a, ok := rec.Appended[key]
+		if !ok || err == nil && a.ID != opt.ID {
 			return false
-		})
-	case refused:
-		r.check(what+" was reported refused, yet it was appended", func(rec question.Record, _ *crdt.Doc) bool {
-			_, ok := rec.Appended[key]
-			return !ok
-		})
-	}
+		}
+		for _, o := range rec.Definition.Questions[0].Options {
+			if o.ID == a.ID {
+				return o.Label == label
+			}
+		}
+		return false
+	})
 }
 
 // hold runs a request of m's on a goroutine with m's connection cut at
