@@ -66,6 +66,7 @@ func TestScreenshots(t *testing.T) {
 	ben.click("save-" + rec)
 	ben.waitCard(rec, "settled")
 	ben.waitText("why-"+rec, " — drafted") // the Planner's draft comes first; Ben replaces it
+	ben.click("why-edit-" + rec)
 	ben.replaceText("why-input-"+rec, "Passkeys survive a lost phone and need no storage of ours.")
 	ben.click("why-save-" + rec)
 	ana.waitText("why-"+rec, "Passkeys survive a lost phone and need no storage of ours. — Ben")

@@ -165,7 +165,8 @@ func TestBrowserSaveSettlesOtherCard(t *testing.T) {
 		Save     bool   `json:"save"`
 		Reopen   bool   `json:"reopen"`
 	}
-	ben.eval(fmt.Sprintf(`({value: $(%q).value, disabled: $(%q).disabled, save: !!$("save-%s"), reopen: !!$("reopen-%s")})`, answer, answer, on, on), &view)
+	// The saved answer is text to read, not a field.
+	ben.eval(fmt.Sprintf(`({value: $(%q).textContent, disabled: !["TEXTAREA", "INPUT"].includes($(%q).tagName), save: !!$("save-%s"), reopen: !!$("reopen-%s")})`, answer, answer, on, on), &view)
 	if view.Value != merged || !view.Disabled || view.Save || !view.Reopen {
 		t.Errorf("Ben's settled written card: %+v, want the saved text, read-only, Reopen and no Save", view)
 	}
@@ -383,6 +384,7 @@ func TestBrowserReaderCannotEdit(t *testing.T) {
 	ana.click("save-" + rec)
 	ana.waitCard(rec, "settled")
 	ana.waitText("why-"+rec, " — drafted") // the Planner's draft fills the field first; Ana replaces it
+	ana.click("why-edit-" + rec)
 	ana.replaceText("why-input-"+rec, "Every user already has email.")
 	ana.click("why-save-" + rec)
 	ana.waitText("why-"+rec, "Every user already has email.")

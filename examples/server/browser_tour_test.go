@@ -105,17 +105,20 @@ func TestBrowserTourEveryButton(t *testing.T) {
 	// The Planner drafts a why for the settle (Y3); a person replaces it,
 	// replaces their own, clears it and sets it again.
 	ana.waitText("why-"+rec, " — drafted")
+	ana.click("why-edit-" + rec)
 	ana.waitFor("the draft in the field, Replace why disabled until it changes",
 		fmt.Sprintf(`$("why-input-%s").value === D(%q).record.why && $("why-save-%s").textContent === "Replace why" && $("why-save-%s").disabled`, rec, rec, rec, rec))
 	ana.replaceText("why-input-"+rec, "Security keys work without a phone.")
 	ana.click("why-save-" + rec)
 	ana.waitText("why-"+rec, "Why: Security keys work without a phone. — Ana")
 	ana.waitText("message-"+rec, "Why saved.")
+	ana.click("why-edit-" + rec)
 	ana.waitFor("Replace why disabled until the text changes", fmt.Sprintf(`$("why-save-%s").textContent === "Replace why" && $("why-save-%s").disabled`, rec, rec))
 	ana.replaceText("why-input-"+rec, "Keys need no phone and no new storage.")
 	ana.waitEqual("the why field", fmt.Sprintf(`$("why-input-%s").value`, rec), "Keys need no phone and no new storage.")
 	ana.click("why-save-" + rec)
 	ana.waitText("why-"+rec, "Why: Keys need no phone and no new storage. — Ana")
+	ana.click("why-edit-" + rec)
 	ana.click("why-clear-" + rec)
 	ana.waitText("why-"+rec, "Ana cleared the why.")
 	ana.waitText("message-"+rec, "Why cleared.")

@@ -813,7 +813,13 @@ function QuestionView(props) {
     <section class="question" data-testid={`question-${d.id}-${q.id}`} data-question={q.id}>
       <p class="qtext">{q.question}</p>
       {q.context && <p class="context">{q.context}</p>}
-      {written ? (
+      {written && !open ? (
+        // A saved answer is text to read, whole at any width, not a field
+        // that can take nothing.
+        <p class="answer saved" data-testid={fid} data-field="text" aria-label={`Answer: ${q.question}`}>
+          {values.text || <span class="muted">No answer was written.</span>}
+        </p>
+      ) : written ? (
         <>
           <AnswerField id={fid} value={values.text} disabled={!canEdit} label={`Answer: ${q.question}`} onText={(t) => edit(() => c.setText(d.id, q.id, t))} />
           <Typing peers={peers} id={d.id} qid={q.id} who={who} />
@@ -1034,15 +1040,31 @@ function AppendForm({ c, d, q, what, label, button, hint }) {
   );
 }
 
-/** @param {{c: Client, d: Decision, nameOf: (s: string) => string}} props */
+/**
+ * A settled decision's why: the sentence once, with who wrote it. A writer
+ * edits it in a field that opens on Edit why (or at once when there is
+ * none), so the sentence is never shown twice.
+ * @param {{c: Client, d: Decision, nameOf: (s: string) => string}} props
+ */
 function Why({ c, d, nameOf }) {
   const rec = d.record;
   const [text, setText] = useState(rec.why || "");
   const [editing, setEditing] = useState(false);
+  const [typed, setTyped] = useState(false);
   useEffect(() => {
-    if (!editing) setText(rec.why || "");
-  }, [rec.why, editing]);
+    if (!typed) setText(rec.why || "");
+  }, [rec.why, typed]);
   const by = rec.whyBy ? nameOf(rec.whyBy) : "";
+  const formShown = c.write && (editing || !rec.why);
+  const done = () => {
+    setEditing(false);
+    setTyped(false);
+  };
+  const save = async () => {
+    const t = text.trim();
+    if (!t || t === (rec.why || "") || d.busy) return;
+    if (await settled(c.why(d.id, t))) done();
+  };
   return (
     <div class="why" data-testid={`why-section-${d.id}`}>
       <p data-testid={`why-${d.id}`} class={rec.why ? "" : "muted"}>
@@ -1057,49 +1079,82 @@ function Why({ c, d, nameOf }) {
         ) : (
           "No why yet."
         )}
+        {c.write && rec.why && !editing && (
+          <>
+            {" "}
+            <button
+              type="button"
+              class="btn link"
+              data-testid={`why-edit-${d.id}`}
+              disabled={!!d.busy}
+              onClick={() => {
+                setText(rec.why || "");
+                setEditing(true);
+              }}
+            >
+              Edit why
+            </button>
+          </>
+        )}
       </p>
-      {c.write && (
+      {formShown && (
         <form
           class="whyform"
-          onSubmit={async (e) => {
+          onSubmit={(e) => {
             e.preventDefault();
-            if (await settled(c.why(d.id, text.trim()))) setEditing(false);
+            save();
           }}
         >
           <label for={`why-input-${d.id}`} class="sr-only">
             Why (one sentence)
           </label>
-          <input
+          <textarea
             id={`why-input-${d.id}`}
             data-testid={`why-input-${d.id}`}
             placeholder="Why this answer, in one sentence"
             maxLength={300}
+            rows={2}
             value={text}
             disabled={!!d.busy}
             onInput={(e) => {
-              setEditing(true);
+              setTyped(true);
               setText(e.currentTarget.value);
             }}
+            onKeyDown={(e) => {
+              // One sentence: Enter saves it.
+              if (e.key === "Enter" && !e.shiftKey) {
+                e.preventDefault();
+                save();
+              }
+              if (e.key === "Escape" && rec.why) done();
+            }}
           />
-          <button type="submit" class="btn" data-testid={`why-save-${d.id}`} disabled={!!d.busy || !text.trim() || text.trim() === (rec.why || "")}>
-            {rec.why ? "Replace why" : "Set why"}
-          </button>
-          {rec.why && (
-            <button
-              type="button"
-              class="btn quiet"
-              data-testid={`why-clear-${d.id}`}
-              disabled={!!d.busy}
-              onClick={async () => {
-                if (await settled(c.why(d.id, ""))) {
-                  setEditing(false);
-                  setText("");
-                }
-              }}
-            >
-              Clear why
+          <span class="whybuttons">
+            <button type="submit" class="btn" data-testid={`why-save-${d.id}`} disabled={!!d.busy || !text.trim() || text.trim() === (rec.why || "")}>
+              {rec.why ? "Replace why" : "Set why"}
             </button>
-          )}
+            {rec.why && (
+              <button type="button" class="btn quiet" data-testid={`why-cancel-${d.id}`} onClick={done}>
+                Cancel
+              </button>
+            )}
+            {rec.why && (
+              <button
+                type="button"
+                class="btn quiet"
+                data-testid={`why-clear-${d.id}`}
+                disabled={!!d.busy}
+                onClick={async () => {
+                  if (await settled(c.why(d.id, ""))) {
+                    done();
+                    setText("");
+                  }
+                }}
+              >
+                Clear why
+              </button>
+            )}
+          </span>
         </form>
       )}
     </div>
