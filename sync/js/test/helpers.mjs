@@ -18,7 +18,7 @@ await init(readFileSync(join(here, "../node_modules/@automerge/automerge/dist/au
 let built = "";
 
 /** Builds test/server once per test process. */
-function serverBinary() {
+export function serverBinary() {
   if (built) return built;
   const dir = mkdtempSync(join(tmpdir(), "accord-js-bin-"));
   built = join(dir, "server");
@@ -42,7 +42,7 @@ export class TestServer {
 
   /** Starts (or starts again, on the same address and data). */
   async start() {
-    const proc = spawn(serverBinary(), ["-addr", this.addr, "-data", this.data, ...this.flags], { stdio: ["pipe", "pipe", "inherit"] });
+    const proc = spawn(serverBinary(), ["-addr", this.addr, "-data", this.data, "-exit-with-stdin", ...this.flags], { stdio: ["pipe", "pipe", "inherit"] });
     this.proc = proc;
     const lines = createInterface({ input: /** @type {any} */ (proc.stdout) });
     this.addr = await new Promise((resolve, reject) => {

@@ -2,8 +2,11 @@
 // against: sync/server on a bbolt store in -data, listening on -addr, with
 // the member taken from a bearer token that is simply their login (ana
 // and ben write, rita reads; anyone else is refused). It prints
-// "listening <addr>" once it accepts connections and stops on SIGTERM or
-// when its standard input closes (so a test that dies takes it along).
+// "listening <addr>" once it accepts connections, then what it serves (to
+// standard error), and stops on SIGTERM or Ctrl-C. Started in the
+// background (`&`, standard input closed or detached) it keeps running.
+// With -exit-with-stdin, which the package's tests set, it also stops when
+// its standard input closes, so that a test that dies takes it along.
 // -presence-silence shortens how long a connection's presence stands
 // without a frame, for the test of silent connections.
 //
@@ -42,6 +45,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	data := flag.String("data", "", "folder of the bbolt store (required)")
 	silence := flag.Duration("presence-silence", 0, "how long a connection's presence stands without a frame (0: the server's default, 30 s)")
+	exitWithStdin := flag.Bool("exit-with-stdin", false, "also stop when standard input closes (the tests set it, so a test that dies takes the server along)")
 	flag.Parse()
 	if *data == "" {
 		log.Fatal("-data is required")
@@ -84,13 +88,22 @@ func main() {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Printf("listening %s\n", ln.Addr())
+	stops := "SIGTERM or Ctrl-C"
+	if *exitWithStdin {
+		stops += ", or when standard input closes"
+	}
+	fmt.Fprintf(os.Stderr, "accord test server: sync at ws://%s/sync?doc=NAME, data in %s\n"+
+		"  members by bearer token (the token is the login): ana and ben write, rita reads, anyone else is refused\n"+
+		"  stops on %s\n", ln.Addr(), *data, stops)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop <- syscall.SIGTERM
-	}()
+	if *exitWithStdin {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			stop <- syscall.SIGTERM
+		}()
+	}
 	<-stop
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
