@@ -197,3 +197,91 @@ func TestUnknownCommitOutcomeIsNotARefusal(t *testing.T) {
 		t.Fatalf("retried append: %+v repeated=%v; the option is there %d times", opt, repeated, n)
 	}
 }
+
+// lateStore holds back the first Write it is asked to commit, as a node
+// cut off from NATS holds one whose ack never comes: that Commit reports
+// its outcome unknown, and the Write lands only when the next Commit
+// comes (the partition heals), first, so that the next one, decided on
+// the state before it, is refused (fenced), nothing of it applied.
+type lateStore struct {
+	persist.Store
+	mu   sync.Mutex
+	arm  bool // hold the next Write
+	held *persist.Write
+}
+
+func (l *lateStore) Commit(ctx context.Context, doc string, w *persist.Write) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case w.Empty():
+	case l.arm:
+		l.arm, l.held = false, w
+		return fmt.Errorf("no acknowledgement: %w", persist.ErrOutcomeUnknown)
+	case l.held != nil:
+		held := l.held
+		l.held = nil
+		if err := l.Store.Commit(ctx, doc, held); err != nil {
+			return err
+		}
+		return errors.New("fenced: the document moved since it was loaded")
+	}
+	return l.Store.Commit(ctx, doc, w)
+}
+
+// TestResentRequestLandingLateIsNotRefused: a request sent again after its
+// connection dropped, whose first send's Write lands only after the resend
+// was decided (its commit then refused: unavailable, nothing of it
+// applied), is not reported refused: the first send took effect. The
+// client sends it once more; decided on the document as it then is, it is
+// answered as a repeat.
+func TestResentRequestLandingLateIsNotRefused(t *testing.T) {
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "accord.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &lateStore{Store: bolt}
+	srv, err := server.New(server.Options{Store: store, Authorize: authorize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = bolt.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(hs.URL, "http") + "/?" + url.Values{"doc": {"late"}, "member": {"ana"}}.Encode()
+	cl, err := replica.Dial(ctx, u, replica.Options{Format: wire.Binary, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs, err := cl.Create(ctx, card("appends"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := recs[0].ID
+	store.mu.Lock()
+	store.arm = true
+	store.mu.Unlock()
+	opt, _, repeated, err := cl.AppendOption(ctx, id, "q1", "k1", "Sharded")
+	rec, _ := cl.Record(id)
+	n := 0
+	for _, o := range rec.Definition.Questions[0].Options {
+		if o.Label == "Sharded" {
+			n++
+		}
+	}
+	if r := (*question.Refusal)(nil); errors.As(err, &r) {
+		t.Fatalf("an append whose first send took effect was reported refused (%s); the option is there %d times", r.Reason, n)
+	}
+	if err != nil || !repeated || n != 1 {
+		t.Fatalf("append: %+v repeated=%v, %v; the option is there %d times", opt, repeated, err, n)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // docs/PROTOCOL.md, "Outcomes of a resent request"). Only an ask, which
 // the server could not tell from a new one once answered, fails with
 // ErrDisconnected instead. A refusal is returned as a *question.Refusal,
-// with the reply.
+// with the reply; but a resent request refused as unavailable is sent
+// again, since an earlier send of it may have taken effect.
 func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Reply, error) {
 	b, err := wire.Encode(m, c.opts.Format)
 	if err != nil {
@@ -28,7 +29,7 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		return nil, err
 	}
 	r := &request{ctx: ctx, rid: rid, data: b, reply: make(chan result, 1)}
-	for {
+	for resent := false; ; resent = true {
 		select {
 		case c.out <- r:
 		case <-ctx.Done():
@@ -40,8 +41,24 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		if errors.Is(err, ErrDisconnected) && resendable(m) {
 			continue
 		}
+		// A resent request refused as unavailable applied nothing this
+		// time, which says nothing of an earlier send: in a cluster, that
+		// one's Write may land after the resend was decided (its node cut
+		// off from the store with the Write on its way), and the resend's
+		// commit is refused for it. Sent again, the request is decided on
+		// the document as it then is, and answered as it took effect.
+		if resent && unavailable(err) {
+			continue
+		}
 		return res, err
 	}
+}
+
+// unavailable reports whether err is a refusal as unavailable: a commit
+// failed, and nothing of the request was applied.
+func unavailable(err error) bool {
+	var r *question.Refusal
+	return errors.As(err, &r) && r.Reason == question.Unavailable
 }
 
 // resendable reports whether a request may be sent again after its
