@@ -176,8 +176,9 @@ type saveIn struct {
 }
 
 type saveOut struct {
-	Known bool
-	OK    bool
+	Known  bool
+	OK     bool
+	Reason question.Reason // of a refusal, for the visualization
 	// Gen is the generation a save settled or a reopen started (0 when
 	// the reply does not say: see submitOut), or the record's (read).
 	Gen     uint64
@@ -191,9 +192,9 @@ type saveOut struct {
 // member since: unless the record shows member's save, the generation is
 // left unknown.
 func submitOut(member string, res []wire.SubmitResult, err error) saveOut {
-	out := saveOut{Known: isRefusal(err)}
+	out := saveOut{Known: isRefusal(err), Reason: reasonOf(err)}
 	if err == nil && len(res) == 1 {
-		out.Known, out.OK = true, res[0].OK
+		out.Known, out.OK, out.Reason = true, res[0].OK, res[0].Reason
 		if r := res[0].Record; res[0].OK && r != nil && r.Status == question.Settled && r.Answer != nil && r.Answer.By == member {
 			out.Gen = r.Answer.Generation
 		}
@@ -206,7 +207,7 @@ func submitOut(member string, res []wire.SubmitResult, err error) saveOut {
 // record's, if the record is the one that reopen starts (a resent reopen
 // is answered with the decision as it is now).
 func reopenOut(from uint64, r question.Record, err error) saveOut {
-	out := saveOut{Known: err == nil || isRefusal(err), OK: err == nil}
+	out := saveOut{Known: err == nil || isRefusal(err), OK: err == nil, Reason: reasonOf(err)}
 	if err == nil && r.Generation == from+1 {
 		out.Gen = r.Generation
 	}
@@ -266,7 +267,7 @@ var saveModel = porcupine.NondeterministicModel{
 		if !o.Known {
 			return i.Kind + " → ?"
 		}
-		return fmt.Sprintf("%s → ok=%v gen=%d settled=%v", i.Kind, o.OK, o.Gen, o.Settled)
+		return fmt.Sprintf("%s → ok=%v %s gen=%d settled=%v", i.Kind, o.OK, o.Reason, o.Gen, o.Settled)
 	},
 }
 
@@ -282,7 +283,8 @@ type appendOut struct {
 	OK       bool
 	ID       string // the option's id (append), or the one found (read)
 	Repeated bool
-	Count    int // read: options carrying the key's label
+	Count    int             // read: options carrying the key's label
+	Reason   question.Reason // of a refusal, for the visualization
 }
 
 type appendState struct {
@@ -341,7 +343,7 @@ var appendModel = porcupine.NondeterministicModel{
 		if !o.Known {
 			return "append " + i.Key + " → ?"
 		}
-		return fmt.Sprintf("append %s → ok=%v %s repeated=%v", i.Key, o.OK, o.ID, o.Repeated)
+		return fmt.Sprintf("append %s → ok=%v %s %s repeated=%v", i.Key, o.OK, o.Reason, o.ID, o.Repeated)
 	},
 }
 
@@ -370,6 +372,14 @@ func (h *history) add(list *[]porcupine.Operation, ci int, in, out any, call int
 	h.mu.Lock()
 	*list = append(*list, porcupine.Operation{ClientId: ci, Input: in, Call: call, Output: out, Return: ret})
 	h.mu.Unlock()
+}
+
+// reasonOf is the reason of err if it is a refusal, or "".
+func reasonOf(err error) question.Reason {
+	if r := (*question.Refusal)(nil); errors.As(err, &r) {
+		return r.Reason
+	}
+	return ""
 }
 
 // isRefusal reports whether err is the server's answer that it applied
@@ -539,7 +549,7 @@ func (w *worker) appendOption(ctx context.Context, n int) {
 		call := w.h.now()
 		opt, _, repeated, err := w.cl.AppendOption(actx, target, "q1", key, key)
 		cancel()
-		out := appendOut{Known: err == nil || isRefusal(err), OK: err == nil, ID: opt.ID, Repeated: repeated}
+		out := appendOut{Known: err == nil || isRefusal(err), OK: err == nil, ID: opt.ID, Repeated: repeated, Reason: reasonOf(err)}
 		w.h.add(&w.h.apps, w.ci, appendIn{Key: target + "/" + key}, out, call, out.Known)
 		if out.Known {
 			return
