@@ -751,8 +751,9 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 // TestRefusedOwnerLosesItsLeaseAtOnce: when the owner's address refuses
 // connections (its process is gone, its lease not yet expired), the node a
 // client reached deletes the lease at the revision it read and serves the
-// document itself, well inside the lease's TTL; the owner, alive after all
-// here, finds its lease moved at its next renewal and lets the document go.
+// document itself, rather than waiting for the lease to expire (here it
+// never would: the owner, alive after all, keeps renewing it); the owner
+// finds its lease moved at its next renewal and lets the document go.
 func TestRefusedOwnerLosesItsLeaseAtOnce(t *testing.T) {
 	c := natstest.RunCluster(t, 3)
 	a := startNode(t, "a", c.URL(0))
