@@ -186,6 +186,16 @@ func (d *Documents) Revision(doc string) string {
 	return revision(d.doc(doc).rev)
 }
 
+// Has reports whether doc has a revision: it was set, changed, or
+// restored from a state that had one. Reading a document never made one,
+// so a host can tell a mistyped document id from an empty plan.
+func (d *Documents) Has(doc string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x := d.docs[doc]
+	return x != nil && x.rev > 0
+}
+
 // Applied returns how many write-ups changed the document.
 func (d *Documents) Applied(doc string) int {
 	d.mu.Lock()
