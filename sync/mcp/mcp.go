@@ -27,6 +27,15 @@
 // same turn under the same id, never a second one; a call the client
 // cancels or abandons returns at once and changes nothing.
 //
+// # Long calls
+//
+// await_answers and ask block until people act, which takes minutes.
+// Clients time a request out (the TypeScript SDK after 60 seconds) unless
+// progress resets the clock, so a call whose request carries a progress
+// token gets a progress notification every ProgressInterval while it
+// runs; the client opts in (TypeScript: onprogress and
+// resetTimeoutOnProgress).
+//
 // # Sessions
 //
 // One session acts on one document, named by the request that opens it.
@@ -35,6 +44,11 @@
 // and served nothing, whatever documents that token may reach, so a
 // session id that leaks does not carry one token's rights over to
 // another. A host serving without tokens has nothing to bind sessions to.
+//
+// With Options.Exists, a request naming a document the host does not
+// hold is refused (404) rather than served as an empty plan, so a
+// mistyped ?doc= says so. A request without a bearer token and one with
+// a token that is not valid are refused (401) in words of their own.
 //
 // # Usage
 //
@@ -56,6 +70,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -99,14 +114,36 @@ type Options struct {
 	// Doc picks the document a session acts on from its first request;
 	// nil reads the "doc" query parameter. An error refuses the session.
 	Doc func(r *http.Request) (string, error)
+	// Exists, if set, reports whether the host holds document doc. A
+	// request naming one it does not (a session's too, once its document
+	// went away) is refused with 404, so that a mistyped document id is
+	// not served as an empty plan. Nil: every document exists.
+	Exists func(doc string) bool
 	// OnAwait runs when an await_answers call starts waiting for doc, e.g.
 	// Driver.Poke, so a turn that was waiting for a Planner starts now.
 	OnAwait func(doc string)
-	// SessionTimeout closes sessions idle that long; zero means 30 minutes.
+	// OnHold runs when an agent's hold on doc's turns changes (Hold): an
+	// await_answers call started waiting or returned. A host that shows
+	// who answers as the Planner reads Hold then. It must not block.
+	OnHold func(doc string)
+	// SessionTimeout closes sessions idle that long, and is how long an
+	// agent holds a document's turns after its last await_answers call;
+	// zero means 30 minutes.
 	SessionTimeout time.Duration
-	// Logger receives diagnostics; nil discards them.
+	// ProgressInterval is how often a tool call that is still running
+	// sends a progress notification, when its request carries a progress
+	// token; zero means 15 seconds, well inside the 60 seconds after which
+	// the TypeScript SDK times a request out; negative sends none.
+	ProgressInterval time.Duration
+	// Logger receives diagnostics; nil discards them. A request refused
+	// for a bearer token that is not valid, or for a document the token
+	// may not act on, is logged at warn with the document; the SDK's
+	// sessions coming and going only at debug.
 	Logger *slog.Logger
 }
+
+// defaultProgress is ProgressInterval's default.
+const defaultProgress = 15 * time.Second
 
 // Handler serves the tools over streamable HTTP. It is safe for
 // concurrent use.
@@ -140,6 +177,9 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = 30 * time.Minute
 	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = defaultProgress
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,11 +190,11 @@ func NewHandler(opts Options) (*Handler, error) {
 	if _, err := h.tools(); err != nil {
 		return nil, err
 	}
-	// The SDK logs every session's comings and goings at info, naming no
-	// document; only its warnings and errors reach the host's log.
-	sdkLog := slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}).With("component", "mcp")
+	// The SDK logs every session's comings and goings at info, three
+	// lines a connection; they are debug here, so the host's log keeps
+	// what needs an operator.
 	h.http = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{
-		Logger: sdkLog, SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
+		Logger: sdkLogger(opts.Logger), SessionTimeout: opts.SessionTimeout, PropagateRequestCancellation: true,
 	})
 	if opts.Token != "" || len(opts.Tokens) > 0 {
 		// ServeHTTP has checked the token by then; this only names it to
@@ -187,53 +227,118 @@ func tokenOwner(_ context.Context, token string, _ *http.Request) (*auth.TokenIn
 	return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:])}, nil
 }
 
-// atLeast passes on the records of its handler from a level up.
-type atLeast struct {
-	slog.Handler
-	min slog.Level
+// sdkLogger is the host's logger as the SDK gets it: its records below
+// warn are debug, tagged as the SDK's.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(demoted{l.Handler()}).With("component", "mcp-sdk")
 }
 
-func (a atLeast) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= a.min && a.Handler.Enabled(ctx, l)
+// demoted passes on its handler's records from warn up as they are, and
+// those below as debug.
+type demoted struct{ slog.Handler }
+
+func (d demoted) Enabled(ctx context.Context, l slog.Level) bool {
+	if l < slog.LevelWarn {
+		l = slog.LevelDebug
+	}
+	return d.Handler.Enabled(ctx, l)
 }
 
-func (a atLeast) WithAttrs(as []slog.Attr) slog.Handler {
-	return atLeast{a.Handler.WithAttrs(as), a.min}
+func (d demoted) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		r.Level = slog.LevelDebug
+	}
+	return d.Handler.Handle(ctx, r)
 }
 
-func (a atLeast) WithGroup(name string) slog.Handler {
-	return atLeast{a.Handler.WithGroup(name), a.min}
-}
+func (d demoted) WithAttrs(as []slog.Attr) slog.Handler { return demoted{d.Handler.WithAttrs(as)} }
+
+func (d demoted) WithGroup(name string) slog.Handler { return demoted{d.Handler.WithGroup(name)} }
+
+// The refusals of a bearer token: a request without one, and one whose
+// token is not any the host accepts, which the log also records (a
+// client configured with an old token, or someone guessing).
+var (
+	errTokenMissing = errors.New("a bearer token is required")
+	errTokenInvalid = errors.New("the bearer token is not valid")
+)
 
 // ServeHTTP checks the bearer token and the document, then serves MCP.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	docs, ok := h.authorized(r)
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="accord"`)
-		http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+	docs, err := h.authorized(r)
+	if err != nil {
+		challenge := `Bearer realm="accord"`
+		if err == errTokenInvalid {
+			// RFC 6750: a token that was sent but refused is invalid_token.
+			challenge += `, error="invalid_token"`
+			doc, _ := h.opts.Doc(r)
+			h.opts.Logger.Warn("mcp bearer token not valid", "doc", doc, "remote", r.RemoteAddr)
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		refuse(w, r, http.StatusUnauthorized, err.Error())
 		return
 	}
 	doc, err := h.opts.Doc(r)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		refuse(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	if len(docs) > 0 && !slices.Contains(docs, doc) {
-		http.Error(w, fmt.Sprintf("this token may not act on document %q", doc), http.StatusForbidden)
+		h.opts.Logger.Warn("mcp token used beyond its documents", "doc", doc, "remote", r.RemoteAddr)
+		refuse(w, r, http.StatusForbidden, fmt.Sprintf("this token may not act on document %q", doc))
+		return
+	}
+	if !h.exists(doc) {
+		refuse(w, r, http.StatusNotFound, noDocument(doc))
 		return
 	}
 	h.http.ServeHTTP(w, r)
 }
 
+func (h *Handler) exists(doc string) bool { return h.opts.Exists == nil || h.opts.Exists(doc) }
+
+func noDocument(doc string) string {
+	return fmt.Sprintf("there is no document %q here: check the document id (?doc=)", doc)
+}
+
+// refuse answers a request the handler will not serve. A JSON-RPC
+// request (a POST naming an id) gets a JSON-RPC error carrying msg, which
+// clients such as the Go SDK's show to their user, where a plain body
+// would come out as the bare status ("Not Found"); anything else gets msg
+// as text.
+func refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if r.Method == http.MethodPost {
+		var req struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+		}
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		if json.Unmarshal(body, &req) == nil && req.JSONRPC == "2.0" && req.Method != "" && len(req.ID) > 0 && string(req.ID) != "null" {
+			raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": refusedCode, "message": msg}})
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(raw)
+			return
+		}
+	}
+	http.Error(w, msg, status)
+}
+
+// refusedCode is the JSON-RPC error code of a refused request, one of
+// those the specification leaves to servers.
+const refusedCode = -32001
+
 // authorized reports whether r carries an accepted bearer token, and the
-// documents that token is limited to (nil: any).
-func (h *Handler) authorized(r *http.Request) (docs []string, ok bool) {
+// documents that token is limited to (nil: any); the error says whether
+// the token was missing or not valid.
+func (h *Handler) authorized(r *http.Request) (docs []string, err error) {
 	if h.opts.Token == "" && len(h.opts.Tokens) == 0 {
-		return nil, true
+		return nil, nil
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || got == "" {
-		return nil, false
+		return nil, errTokenMissing
 	}
 	found := false
 	if h.opts.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1 {
@@ -246,7 +351,10 @@ func (h *Handler) authorized(r *http.Request) (docs []string, ok bool) {
 			found, docs = true, limit
 		}
 	}
-	return docs, found
+	if !found {
+		return nil, errTokenInvalid
+	}
+	return docs, nil
 }
 
 // Close ends every blocking call (await_answers, ask).
@@ -267,17 +375,45 @@ func (h *Handler) Awaiting(doc string) bool {
 // call waits, or one returned within the session timeout (the agent is
 // working on a turn). A host runs turns itself only while none is.
 func (h *Handler) Attached(doc string) bool {
+	_, ok := h.Hold(doc)
+	return ok
+}
+
+// Hold is an agent's hold on a document's turns, as Handler.Hold reports
+// it, so that a host can tell its people who answers as the Planner.
+type Hold struct {
+	// Waiting is true while an await_answers call waits; the agent holds
+	// the turns as long as it does.
+	Waiting bool
+	// Until is when the hold ends unless the agent calls again: its last
+	// await_answers call plus the session timeout. Zero while Waiting.
+	Until time.Time
+}
+
+// Hold reports whether an agent holds doc's turns (Attached), and how.
+// Options.OnHold says when it changes; a host that shows Until arranges
+// to look again then.
+func (h *Handler) Hold(doc string) (Hold, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.waiting[doc] > 0 {
+		return Hold{Waiting: true}, true
+	}
 	last, ok := h.last[doc]
-	return h.waiting[doc] > 0 || (ok && time.Since(last) < h.opts.SessionTimeout)
+	if until := last.Add(h.opts.SessionTimeout); ok && time.Now().Before(until) {
+		return Hold{Until: until}, true
+	}
+	return Hold{}, false
 }
 
 func (h *Handler) touch(doc string, delta int) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.waiting[doc] += delta
 	h.last[doc] = time.Now()
+	h.mu.Unlock()
+	if h.opts.OnHold != nil {
+		h.opts.OnHold(doc)
+	}
 }
 
 // tool is one served tool: its definition and the schema its input is
@@ -347,7 +483,7 @@ func (h *Handler) server(r *http.Request) *sdk.Server {
 		return nil
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "accord", Title: "Accord decisions", Version: "1"}, &sdk.ServerOptions{
-		Logger:       h.opts.Logger,
+		Logger:       sdkLogger(h.opts.Logger).With("doc", doc),
 		Instructions: "You are the Planner of plan document " + doc + ". Call read_plan for its revision and block ids, open decisions beside your provisional prose, and call await_answers to receive the answers people save. A tool refused as stale means the plan moved: read it again.",
 	})
 	call := delivery.Call{Doc: doc}
@@ -386,6 +522,9 @@ func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(h.ctx, cancel)()
+		if tok := req.Params.GetProgressToken(); tok != nil && h.opts.ProgressInterval > 0 && req.Session != nil {
+			defer h.progress(ctx, req.Session, tok, t.def.Name)()
+		}
 		args := json.RawMessage(req.Params.Arguments)
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
@@ -420,6 +559,40 @@ func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
 			return toolError(question.Unavailable, t.def.Name+" returned a result that is not a JSON object"), nil
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
+	}
+}
+
+// progress sends a progress notification for the call of tool with the
+// progress token tok every ProgressInterval, until the returned func
+// (which the call runs before it answers) stops it. A notification that
+// cannot be sent (the client went) ends them.
+func (h *Handler) progress(ctx context.Context, ss *sdk.ServerSession, tok any, tool string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(h.opts.ProgressInterval)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			err := ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+				ProgressToken: tok,
+				Progress:      float64(n),
+				Message:       fmt.Sprintf("%s is still waiting (%s)", tool, time.Since(start).Round(time.Second)),
+			})
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -40,7 +40,8 @@ type rig struct {
 	srv   *httptest.Server
 }
 
-func newRig(t *testing.T) *rig {
+// newRig starts the rig; each of adjust changes the handler's options.
+func newRig(t *testing.T, adjust ...func(*mcp.Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, host: memhost.New()}
 	r.host.Docs.Set(doc,
@@ -73,7 +74,11 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.h, err = mcp.NewHandler(mcp.Options{Tools: tools, Turns: r.host.Chat, Token: token, OnAwait: r.d.Poke}); err != nil {
+	o := mcp.Options{Tools: tools, Turns: r.host.Chat, Token: token, OnAwait: r.d.Poke}
+	for _, f := range adjust {
+		f(&o)
+	}
+	if r.h, err = mcp.NewHandler(o); err != nil {
 		t.Fatal(err)
 	}
 	r.srv = httptest.NewServer(r.h)
@@ -100,7 +105,12 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // agent connects an MCP client session, as an agent would.
 func (r *rig) agent(tok string) (*sdk.ClientSession, error) {
-	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+	return r.agentWith(tok, nil)
+}
+
+// agentWith connects an MCP client session with the client options opts.
+func (r *rig) agentWith(tok string, opts *sdk.ClientOptions) (*sdk.ClientSession, error) {
+	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, opts)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   r.srv.URL + "/mcp?doc=" + doc,
 		HTTPClient: &http.Client{Transport: bearer{token: tok, next: http.DefaultTransport}},
