@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
@@ -360,10 +361,12 @@ type demoPlanner struct {
 	started map[string]bool
 }
 
-// The demo's one ask, and the option that starts a new run.
+// The demo's one ask, with what it means by a run, and the option that
+// starts a new run.
 const (
 	askKey        = "new-run"
-	askQuestion   = "Should I start a new run once these are settled?"
+	askQuestion   = "Once these decisions are settled, should I start a new run?"
+	askContext    = "A run is one pass of the Planner over the plan: it reads the plan from the top and opens a decision wherever something is still undecided."
 	startRunLabel = "Start a new run"
 	notYetLabel   = "Not yet"
 )
@@ -394,7 +397,7 @@ func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened,
 		go func() {
 			defer p.wg.Done()
 			asked, err := p.app.tools.Ask(actx, delivery.Call{Doc: doc}, delivery.AskInput{
-				Key: askKey, Question: askQuestion,
+				Key: askKey, Question: askQuestion, Context: askContext,
 				Options: []delivery.Label{{Label: startRunLabel}, {Label: notYetLabel}},
 			})
 			if err != nil {
@@ -538,10 +541,12 @@ func display(login string) string {
 }
 
 // demoWhy drafts the why of a saved answer: one plain sentence that quotes
-// what the team chose or wrote ("The team chose “Email link” because this
-// fits the plan best."), never a label or an answer pasted in as if it
-// were part of the sentence, and never a second sentence or Markdown
-// (Y1).
+// what the team chose or wrote ("The team chose “Passkey”, which meets
+// “New device” and “No new storage”."), never a label or an answer pasted
+// in as if it were part of the sentence, never a second sentence or
+// Markdown (Y1), and never a reason the answer does not give: a choice
+// gives the criteria the team marked its option as meeting, and nothing
+// else is added.
 func demoWhy(a delivery.TurnAnswer) string {
 	var parts []string
 	for _, q := range a.Questions {
@@ -557,18 +562,51 @@ func demoWhy(a delivery.TurnAnswer) string {
 				labels = append(labels, s)
 			}
 		}
-		if len(labels) > 0 {
-			parts = append(parts, "chose "+joinAnd(labels))
+		if len(labels) == 0 {
+			continue
 		}
+		part := "chose " + joinAnd(labels)
+		if len(q.Chosen) == 1 {
+			part += meets(q.Criteria)
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
-		return "This answer fits the plan best."
+		return "The team saved this answer."
 	}
-	s := "The team " + joinAnd(parts) + " because this fits the plan best."
-	if utf8.RuneCountInString(s) > question.MaxWhy {
-		return "The team " + parts[0] + " because this fits the plan best."
+	for n := len(parts); n > 0; n-- {
+		if s := "The team " + joinAnd(parts[:n]) + "."; utf8.RuneCountInString(s) <= question.MaxWhy {
+			return s
+		}
 	}
-	return s
+	return "The team saved this answer."
+}
+
+// meets is what the marks of a chosen option say for it (", which meets
+// “A” and partly meets “B”"), or "" when none says yes or partly.
+func meets(cs []delivery.CriterionMark) string {
+	var yes, partly []string
+	for _, c := range cs {
+		l := quoteClause(c.Criterion, 40)
+		switch {
+		case l == "":
+		case c.Mark == marks.Yes:
+			yes = append(yes, l)
+		case c.Mark == marks.Partly:
+			partly = append(partly, l)
+		}
+	}
+	var said []string
+	if len(yes) > 0 {
+		said = append(said, "meets "+joinAnd(yes))
+	}
+	if len(partly) > 0 {
+		said = append(said, "partly meets "+joinAnd(partly))
+	}
+	if len(said) == 0 {
+		return ""
+	}
+	return ", which " + strings.Join(said, ", and ")
 }
 
 // quoteClause quotes the first sentence of s, at most max characters (cut

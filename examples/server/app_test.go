@@ -20,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/delivery"
@@ -310,25 +311,29 @@ func TestDemoWhyDraftIsOnePlainSentence(t *testing.T) {
 		want string
 	}{
 		{"one option", []delivery.AnsweredQuestion{opt("Email link")},
-			"The team chose “Email link” because this fits the plan best."},
+			"The team chose “Email link”."},
 		{"several options", []delivery.AnsweredQuestion{opt("Email", "Chat", "Phone")},
-			"The team chose “Email”, “Chat” and “Phone” because this fits the plan best."},
+			"The team chose “Email”, “Chat” and “Phone”."},
 		{"written answer", []delivery.AnsweredQuestion{text("The invitation email carries a one-time link")},
-			"The team settled on “The invitation email carries a one-time link” because this fits the plan best."},
+			"The team settled on “The invitation email carries a one-time link”."},
 		{"written, several sentences", []delivery.AnsweredQuestion{text("Send the invitation email. Then ask for a name! Done?")},
-			"The team settled on “Send the invitation email…” because this fits the plan best."},
+			"The team settled on “Send the invitation email…”."},
 		{"written, no space after the end mark", []delivery.AnsweredQuestion{text("It is cheap.It is fast.")},
-			"The team settled on “It is cheap…” because this fits the plan best."},
+			"The team settled on “It is cheap…”."},
 		{"ordinary punctuation kept", []delivery.AnsweredQuestion{text("Use Node.js 3.5 for the e-mail job")},
-			"The team settled on “Use Node.js 3.5 for the e-mail job” because this fits the plan best."},
+			"The team settled on “Use Node.js 3.5 for the e-mail job”."},
 		{"markdown and quotes", []delivery.AnsweredQuestion{text("**Bold** and _emphasis_ with `code` and \"quotes\"\nand a line")},
-			"The team settled on “Bold and emphasis with code and 'quotes' and a line” because this fits the plan best."},
+			"The team settled on “Bold and emphasis with code and 'quotes' and a line”."},
 		{"long", []delivery.AnsweredQuestion{text(strings.Repeat("word ", 60))},
-			"The team settled on “" + strings.TrimSpace(strings.Repeat("word ", 20)) + "…” because this fits the plan best."},
+			"The team settled on “" + strings.TrimSpace(strings.Repeat("word ", 20)) + "…”."},
 		{"two questions", []delivery.AnsweredQuestion{opt("Passkey"), text("Email first")},
-			"The team chose “Passkey” and settled on “Email first” because this fits the plan best."},
+			"The team chose “Passkey” and settled on “Email first”."},
 		{"nothing chosen", []delivery.AnsweredQuestion{opt(), text("  ")},
-			"This answer fits the plan best."},
+			"The team saved this answer."},
+		{"an option with its marks", []delivery.AnsweredQuestion{{Question: "Which?", Chosen: []question.Option{{ID: "p", Label: "Passkey"}},
+			Criteria: []delivery.CriterionMark{{Criterion: "New device", Option: "Passkey", Mark: marks.Yes}, {Criterion: "Easy reset", Option: "Passkey", Mark: marks.Partly},
+				{Criterion: "No new storage", Option: "Passkey", Mark: marks.Yes}, {Criterion: "Cheap", Option: "Passkey", Mark: marks.No}, {Criterion: "Fast", Option: "Passkey"}}}},
+			"The team chose “Passkey”, which meets “New device” and “No new storage”, and partly meets “Easy reset”."},
 	} {
 		got := demoWhy(delivery.TurnAnswer{By: "ana", Questions: c.qs})
 		if got != c.want {
@@ -342,7 +347,7 @@ func TestDemoWhyDraftIsOnePlainSentence(t *testing.T) {
 	a, _ := testApp(t)
 	got, err := a.host.Runtime.DraftWhy(context.Background(), demoDoc, delivery.WhyRequest{Doc: demoDoc,
 		Answer: delivery.TurnAnswer{Questions: []delivery.AnsweredQuestion{text("The invitation email")}}})
-	if err != nil || got != "The team settled on “The invitation email” because this fits the plan best." {
+	if err != nil || got != "The team settled on “The invitation email”." {
 		t.Fatalf("the app's why draft: %q, %v", got, err)
 	}
 }

@@ -300,7 +300,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	// Reopened, the plan no longer says the decision is decided.
 	ana.click("reopen-" + id)
 	ana.waitCard(id, "open")
-	ana.waitFor("the write-up marked reopened", fmt.Sprintf(`!%s.includes("Decided: ") && %s.includes("Reopened: ") && %s.includes("@ana reopened it")`, passage(fresh), passage(fresh), passage(fresh)))
+	ana.waitFor("the write-up marked reopened", fmt.Sprintf(`!%s.includes("Decided: ") && %s.includes("Reopened: ") && %s.includes("Ana reopened it") && !%s.includes("@ana")`, passage(fresh), passage(fresh), passage(fresh), passage(fresh)))
 	ana.waitNotReloaded()
 }
 

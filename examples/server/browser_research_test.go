@@ -346,7 +346,7 @@ func TestBrowserAskAndTake(t *testing.T) {
 }
 
 // R5, R2 (paired machine), E3: Ben cannot investigate (no paired machine
-// online, said in the menu); Ana starts an investigation, Ben's Stop is
+// online: his menu does not offer it); Ana starts an investigation, Ben's Stop is
 // refused with the server's reason, Ana's own Stop on the page (which
 // says Exploring) stops it. Research whose focus asks to fail settles
 // failed with a quiet notice: the card says "research failed" without
@@ -356,7 +356,7 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 	id := ids["rollout"]
 
 	ben.openMenu("research-" + id)
-	ben.waitFor("Ben's investigate row disabled with its reason", fmt.Sprintf(`$("research-spike-%s").disabled && $("spike-reason-%s").textContent.includes("No paired machine")`, id, id))
+	ben.waitFor("Ben's menu without an investigation, which he has no machine for", fmt.Sprintf(`!!$("research-web-%s") && !$("research-spike-%s") && !$("research-menu-%s").textContent.includes("paired machine")`, id, id, id))
 	ben.closeMenu("research-" + id)
 
 	ana.openMenu("research-" + id)

@@ -274,7 +274,9 @@ function App({ session, me, onSessionChanged }) {
       const n = opened.filter((/** @type {any} */ o) => !o.repeated).length;
       setPageNote(
         n
-          ? `The Planner opened ${n} decision${n === 1 ? "" : "s"} and asked one question.`
+          ? // Its own question is a card too, under Other decisions: the
+            // count names every card that appeared.
+            `The Planner opened ${n} decision${n === 1 ? "" : "s"} on the plan's passages and asked you a question of its own under “Other decisions”: ${n + 1} cards in all.`
           : opened.length
             ? "The demo has already started: the Planner's decisions are open, and nothing new was added."
             : "The Planner's demo has started.",
@@ -505,9 +507,10 @@ function ConnectionPill({ conn }) {
 }
 
 /**
- * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null}} props
+ * @param {{c: Client, plan: Plan|null, nameOf: (s: string) => string, edit: {docId: string, canEdit: boolean, onDirty: (id: string, dirty: boolean) => void}|null,
+ *   knownLogins: string[]}} props
  */
-function Plan({ c, plan, nameOf, edit }) {
+function Plan({ c, plan, nameOf, edit, knownLogins }) {
   const blocks = plan?.blocks || [];
   /** @type {Map<string, Pending>} */
   const review = new Map();
@@ -530,6 +533,9 @@ function Plan({ c, plan, nameOf, edit }) {
     }
   }
   const others = c.order.filter((id) => !placed.has(id));
+  const roster = useRoster();
+  const logins = new Set([...roster.map((m) => m.login.toLowerCase()), ...knownLogins]);
+  const named = (/** @type {string} */ text) => namedText(text, (login) => personName(roster, nameOf, login), logins);
   return (
     <>
       {rows.map((row, i) => (
@@ -546,7 +552,7 @@ function Plan({ c, plan, nameOf, edit }) {
                   onDirty={edit.onDirty}
                 />
               ) : (
-                <Passage block={row.block} />
+                <Passage block={row.block} names={named} />
               ))}
           </div>
           {row.cards.length > 0 && (
@@ -580,9 +586,23 @@ function Plan({ c, plan, nameOf, edit }) {
   );
 }
 
-/** @param {{block: Block}} props */
-function Passage({ block }) {
-  const t = block.text || "";
+/**
+ * A plan's text names members by login (the Planner's write-ups say
+ * "saved by @ana"); the page shows the names its cards use. Only the
+ * logins of members are replaced, never an address such as ana@example.com.
+ * @param {string} text
+ * @param {(login: string) => string} nameOf
+ * @param {Set<string>} logins lowercased
+ */
+function namedText(text, nameOf, logins) {
+  return text.replace(/(^|[^\w.@])@([A-Za-z0-9][A-Za-z0-9:._-]*[A-Za-z0-9]|[A-Za-z0-9])/g, (all, pre, login) =>
+    logins.has(login.toLowerCase()) ? pre + nameOf(login) : all,
+  );
+}
+
+/** @param {{block: Block, names: (s: string) => string}} props */
+function Passage({ block, names }) {
+  const t = names(block.text || "");
   switch (block.kind) {
     case "title":
       return <h1 class="title">{t}</h1>;
@@ -828,7 +848,7 @@ function QuestionView(props) {
         <ChoiceView {...props} />
       )}
       {!written && (q.criteria || []).length > 0 && <Matrix {...props} peers={peers} />}
-      {!written && !q.verbatim && open && c.write && <Appends c={c} d={d} q={q} />}
+      {!written && !q.verbatim && open && c.write && !isPlannerAsk(d) && <Appends c={c} d={d} q={q} />}
     </section>
   );
 }
@@ -994,13 +1014,23 @@ function MarkCell(props) {
   );
 }
 
+/**
+ * Whether the decision is a question the Planner asked for itself (its
+ * ask tool): the Planner acts on the options it gave, so nobody adds
+ * options or criteria to it.
+ * @param {Decision} d
+ */
+function isPlannerAsk(d) {
+  return (d.record.key || "").startsWith("planner:ask:");
+}
+
 /** @param {{c: Client, d: Decision, q: Question}} props */
 function Appends({ c, d, q }) {
   const crits = (q.criteria || []).length;
   return (
     <div class="appends">
       <AppendForm c={c} d={d} q={q} what="option" label="New option" button="Add option" />
-      <AppendForm c={c} d={d} q={q} what="criterion" label="New criterion" button="Add criterion" hint={`${crits} of 5`} />
+      <AppendForm c={c} d={d} q={q} what="criterion" label="New criterion" button="Add criterion" hint={`${crits} of at most 5 criteria`} />
     </div>
   );
 }
@@ -1035,7 +1065,11 @@ function AppendForm({ c, d, q, what, label, button, hint }) {
       <button type="submit" class="btn" data-testid={`add-${what}-${d.id}-${q.id}`} disabled={!!d.busy || !text.trim()}>
         {busy ? "Adding…" : button}
       </button>
-      {hint && <span class="hint">{hint}</span>}
+      {hint && (
+        <span class="hint" data-testid={`${what}-count-${d.id}-${q.id}`}>
+          {hint}
+        </span>
+      )}
     </form>
   );
 }

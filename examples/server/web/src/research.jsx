@@ -385,22 +385,21 @@ export function ResearchMenu({ c, d, nameOf, where = "card" }) {
                 Research the web
               </button>
               {fold === "research" && folded("research")}
-              <button
-                type="button"
-                class={`row-btn${fold === "spike" ? " on" : ""}`}
-                data-testid={tid("research-spike")}
-                aria-expanded={fold === "spike"}
-                disabled={!machine}
-                aria-describedby={machine ? undefined : tid("spike-reason")}
-                onClick={() => setFold(fold === "spike" ? "" : "spike")}
-              >
-                Investigate the codebase
-                {!machine && (
-                  <span class="reason" id={tid("spike-reason")} data-testid={tid("spike-reason")}>
-                    {roster.length ? "No paired machine of yours is online" : "Checking your paired machine…"}
-                  </span>
-                )}
-              </button>
+              {/* Investigating the codebase needs this member's paired
+                  machine: without one online it is no choice at all, so
+                  the menu does not offer it. */}
+              {machine && (
+                <button
+                  type="button"
+                  class={`row-btn${fold === "spike" ? " on" : ""}`}
+                  data-testid={tid("research-spike")}
+                  aria-expanded={fold === "spike"}
+                  onClick={() => setFold(fold === "spike" ? "" : "spike")}
+                >
+                  Investigate the codebase
+                  <span class="reason">on your paired machine</span>
+                </button>
+              )}
               {fold === "spike" && machine && folded("spike")}
             </>
           )}
