@@ -21,6 +21,7 @@ import (
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/question/delivery/memhost"
 	"github.com/accord-crdt/accord/question/research"
+	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/sync/server"
 )
 
@@ -67,6 +68,12 @@ type app struct {
 	// whether this node owns a document.
 	hostState *hostState
 	owns      func(doc string) bool
+
+	// mcp serves the Planner's tools to agents (mcp.go); holdEnds wakes
+	// a document's pages when an agent's hold on its turns ends.
+	mcp      *mcp.Handler
+	holdMu   sync.Mutex
+	holdEnds map[string]*time.Timer
 
 	// background counts the plan updates that commits start
 	// (unwriteReopened), which shutdown waits for.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/accord-crdt/accord/question/delivery"
 	"github.com/accord-crdt/accord/sync/mcp"
@@ -37,10 +38,23 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	if err != nil {
 		return err
 	}
-	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Turns: a.host.Chat, Token: token, Tokens: tokens, OnAwait: a.driver.Poke, Logger: log})
+	opts := mcp.Options{
+		Tools: tools, Turns: a.host.Chat, Token: token, Tokens: tokens, OnAwait: a.driver.Poke, Logger: log,
+		// The documents are the plans the host holds: the sample plan and
+		// those plan.db restored. Any other id is a mistake to report, not
+		// an empty plan to serve.
+		Exists: a.host.Docs.Has,
+		// The page says while an agent answers as the Planner (chatView).
+		OnHold: a.holdChanged, SessionTimeout: mcpHold,
+	}
+	if d, err := time.ParseDuration(os.Getenv("ACCORD_MCP_PROGRESS")); err == nil && d > 0 {
+		opts.ProgressInterval = d
+	}
+	h, err := mcp.NewHandler(opts)
 	if err != nil {
 		return err
 	}
+	a.mcp = h
 	// An agent that awaits a document's answers runs its turns; the demo
 	// Planner runs them otherwise.
 	a.host.Chat.OnTurn(func(doc string, t delivery.Turn) {
@@ -58,6 +72,57 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	}
 	fmt.Fprintf(out, "MCP (streamable HTTP): http://%s/mcp?doc=%s with header \"Authorization: Bearer %s\"\n", addr, demoDoc, token)
 	return nil
+}
+
+// agentJSON tells the page that an agent answers as the Planner of a
+// document (Chat's "agent"), so that people know why the demo Planner is
+// silent: it leaves the turns to the agent while an await_answers call
+// waits, and for HoldMinutes after the agent's last call.
+type agentJSON struct {
+	Waiting     bool   `json:"waiting"`
+	Until       string `json:"until,omitempty"` // RFC 3339; absent while Waiting
+	HoldMinutes int    `json:"holdMinutes"`
+}
+
+// agentView is doc's agentJSON, nil when no agent holds its turns.
+func (a *app) agentView(doc string) *agentJSON {
+	if a.mcp == nil {
+		return nil
+	}
+	hold, ok := a.mcp.Hold(doc)
+	if !ok {
+		return nil
+	}
+	out := &agentJSON{Waiting: hold.Waiting, HoldMinutes: int(mcpHold / time.Minute)}
+	if !hold.Waiting {
+		out.Until = hold.Until.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+// mcpHold is how long an agent keeps a document's turns after its last
+// await_answers call (the MCP session timeout).
+const mcpHold = 30 * time.Minute
+
+// holdChanged pushes Chat to doc's pages when an agent's hold on its
+// turns changes, and again when the hold ends unless the agent calls
+// before: one timer a document, moved at each call.
+func (a *app) holdChanged(doc string) {
+	a.feed.notify(doc)
+	hold, ok := a.mcp.Hold(doc)
+	if !ok || hold.Waiting {
+		return
+	}
+	a.holdMu.Lock()
+	defer a.holdMu.Unlock()
+	if a.holdEnds == nil {
+		a.holdEnds = map[string]*time.Timer{}
+	}
+	if t := a.holdEnds[doc]; t != nil {
+		t.Reset(time.Until(hold.Until))
+		return
+	}
+	a.holdEnds[doc] = time.AfterFunc(time.Until(hold.Until), func() { a.feed.notify(doc) })
 }
 
 // mcpToken returns ACCORD_MCP_TOKEN, or else the token kept in

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -57,8 +58,9 @@ func (s *syncBuffer) String() string {
 }
 
 // startTSAgent starts mcp-agent/agent.mjs against addr, failing the test
-// with what to do when Node or the SDK is missing.
-func startTSAgent(t *testing.T, addr, token string) *tsAgent {
+// with what to do when Node or the SDK is missing. env adds variables
+// (ACCORD_MCP_TIMEOUT_MS, the SDK's request timeout).
+func startTSAgent(t *testing.T, addr, token string, env ...string) *tsAgent {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -79,6 +81,7 @@ func startTSAgent(t *testing.T, addr, token string) *tsAgent {
 	cmd.Dir = "mcp-agent"
 	cmd.Env = append(os.Environ(),
 		"ACCORD_MCP_URL=http://"+addr+"/mcp?doc="+demoDoc, "ACCORD_MCP_TOKEN="+token)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +136,16 @@ func (a *tsAgent) step(want string, out any) {
 // An agent on the official TypeScript SDK reads the plan, opens a
 // decision, and receives the answer a member saves over the sync socket
 // exactly once: the SDK accepts every result (objects matching their
-// output schemas) and reads a refusal's reason.
+// output schemas) and reads a refusal's reason. Its await_answers waits
+// several times the SDK's request timeout (1.5 s here, for the default 60
+// s; the server's progress every 300 ms, for the default 15 s): the
+// progress notifications, with resetTimeoutOnProgress, keep it alive.
 func TestMCPTypeScriptAgent(t *testing.T) {
+	const timeout = 1500 * time.Millisecond
 	t.Setenv("ACCORD_MCP_TOKEN", "example-token")
+	t.Setenv("ACCORD_MCP_PROGRESS", "300ms")
 	s := newTestServer(t)
-	agent := startTSAgent(t, s.addr, "example-token")
+	agent := startTSAgent(t, s.addr, "example-token", fmt.Sprintf("ACCORD_MCP_TIMEOUT_MS=%d", timeout.Milliseconds()))
 
 	var tools struct{ Names []string }
 	agent.step("tools", &tools)
@@ -181,12 +189,19 @@ func TestMCPTypeScriptAgent(t *testing.T) {
 			ID      string
 			Answers []delivery.TurnAnswer
 		}
-		Pending int
+		Pending  int
+		Progress int
+		Waited   int64 // ms
 	}
 	agent.step("turn", &first)
 	if first.Turn == nil || len(first.Turn.Answers) != 1 || first.Turn.Answers[0].Decision != opened.Decision ||
 		first.Turn.Answers[0].Questions[0].Answer != "Welcome aboard" || first.Pending != 1 {
 		t.Fatalf("turn = %+v", first)
+	}
+	// The turn starts once nobody saved for 5 s: the call outlasted the
+	// SDK's timeout, on progress.
+	if waited := time.Duration(first.Waited) * time.Millisecond; waited < 2*timeout || first.Progress < 3 {
+		t.Fatalf("await_answers waited %s with %d progress notifications; want more than %s, and progress", waited, first.Progress, 2*timeout)
 	}
 	var after struct {
 		Turn    *json.RawMessage

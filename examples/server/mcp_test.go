@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -268,5 +270,132 @@ func answerAndSave(t *testing.T, c *replica.Client, id, text, where string) {
 	}
 	if res, err := c.Submit(ctx, id); err != nil || !res[0].OK {
 		t.Fatalf("save: %+v %v", res, err)
+	}
+}
+
+// Over real HTTP the example's MCP endpoint refuses in words of its own a
+// request without the token, one whose token is not valid (which leaves
+// one warning in the log, naming the document), and one naming a
+// document the server does not hold: a mistyped ?doc=, which would
+// otherwise connect and read an empty plan at r0. An agent on the Go SDK
+// reads the same words. An agent that connects adds nothing to the log at
+// info: the SDK's lines of each session are debug.
+func TestMCPRefusalsAndLog(t *testing.T) {
+	t.Setenv("ACCORD_MCP_TOKEN", "example-token")
+	logs := &syncBuffer{}
+	s := startServerLogging(t, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	for _, tc := range []struct {
+		name, token, doc string
+		status           int
+		says             string
+		logs             string // the one line the refusal logs; "": none
+	}{
+		{"no token", "", demoDoc, http.StatusUnauthorized, "a bearer token is required", ""},
+		{"a token that is not valid", "exampel-token", demoDoc, http.StatusUnauthorized, "the bearer token is not valid", "doc=" + demoDoc},
+		{"a mistyped document", "example-token", "plan-l", http.StatusNotFound, `there is no document "plan-l" here`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := logs.String()
+			req, _ := http.NewRequest(http.MethodPost, s.url("/mcp?doc="+tc.doc),
+				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(body), strings.ReplaceAll(tc.says, `"`, `\"`)) {
+				t.Fatalf("%s %s, want %d saying %q", resp.Status, body, tc.status, tc.says)
+			}
+			var lines []string
+			for _, l := range strings.Split(strings.TrimPrefix(logs.String(), before), "\n") {
+				if strings.Contains(l, "mcp") || strings.Contains(l, "token") {
+					lines = append(lines, l)
+				}
+			}
+			switch {
+			case tc.logs == "" && len(lines) != 0:
+				t.Fatalf("logged %q, want nothing", lines)
+			case tc.logs != "" && (len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], tc.logs) || strings.Contains(lines[0], tc.token)):
+				t.Fatalf("logged %q, want one warning naming %s (and not the token)", lines, tc.logs)
+			}
+
+			// An agent on the Go SDK reads the same words.
+			c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), waitTime)
+			defer cancel()
+			cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{
+				Endpoint: s.url("/mcp?doc=" + tc.doc), HTTPClient: &http.Client{Transport: bearerRT{tc.token}}, MaxRetries: -1,
+			}, nil)
+			if err == nil {
+				cs.Close()
+				t.Fatal("the agent connected")
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("the agent's error %q does not say %q", err, tc.says)
+			}
+		})
+	}
+
+	before := logs.String()
+	agent := mcpAgent(t, s.addr, "example-token")
+	var plan delivery.ReadPlanResult
+	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
+	agent.Close()
+	if len(plan.Blocks) == 0 {
+		t.Fatal("the sample plan reads empty")
+	}
+	for _, l := range strings.Split(strings.TrimPrefix(logs.String(), before), "\n") {
+		if strings.Contains(l, "session") || strings.Contains(l, "mcp") {
+			t.Errorf("an agent's session logged at info: %s", l)
+		}
+	}
+}
+
+// While an agent answers as the Planner, Chat says so (GET /api/chat's
+// agent, which the page shows): nothing before; waiting while its
+// await_answers call waits; once the call returned, until 30 minutes
+// after it, the time before which the demo Planner stays silent.
+func TestMCPAgentShownInChat(t *testing.T) {
+	t.Setenv("ACCORD_MCP_TOKEN", "example-token")
+	s := newTestServer(t)
+	type chat struct {
+		Agent *struct {
+			Waiting     bool
+			Until       string
+			HoldMinutes int
+		} `json:"agent"`
+	}
+	var c chat
+	getJSON(t, s.url("/api/chat?member=rita"), &c)
+	if c.Agent != nil {
+		t.Fatalf("an agent before any called: %+v", *c.Agent)
+	}
+	agent := mcpAgent(t, s.addr, "example-token")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var out mcp.Awaited
+		mcpCall(t, agent, "await_answers", map[string]any{"wait_seconds": 2}, &out)
+	}()
+	eventually(t, "Chat to say an agent waits", func() (bool, string) {
+		c = chat{}
+		getJSON(t, s.url("/api/chat?member=rita"), &c)
+		return c.Agent != nil && c.Agent.Waiting && c.Agent.Until == "" && c.Agent.HoldMinutes == 30, fmt.Sprintf("%+v", c.Agent)
+	})
+	<-done
+	returned := time.Now()
+	getJSON(t, s.url("/api/chat?member=rita"), &c)
+	if c.Agent == nil || c.Agent.Waiting {
+		t.Fatalf("after the call returned: %+v", c.Agent)
+	}
+	until, err := time.Parse(time.RFC3339, c.Agent.Until)
+	if err != nil || until.Before(returned.Add(29*time.Minute)) || until.After(returned.Add(30*time.Minute)) {
+		t.Fatalf("until %q, want 30 minutes after %s (%v)", c.Agent.Until, returned.Format(time.RFC3339), err)
 	}
 }

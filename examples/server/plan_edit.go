@@ -126,10 +126,12 @@ type chatNotice struct {
 
 type chatJSON struct {
 	Notices []chatNotice `json:"notices"`
+	// Agent is set while an agent answers as the Planner (mcp.go).
+	Agent *agentJSON `json:"agent,omitempty"`
 }
 
 func (a *app) chatView(doc string) chatJSON {
-	out := chatJSON{Notices: []chatNotice{}}
+	out := chatJSON{Notices: []chatNotice{}, Agent: a.agentView(doc)}
 	for _, n := range a.host.Chat.Notices(doc) {
 		out.Notices = append(out.Notices, chatNotice{ID: n.ID, Text: n.Text, Quiet: n.Quiet})
 	}

@@ -10,6 +10,12 @@
 // It prints one JSON line per step on stdout ({"step": …}); the test saves
 // an answer once it reads the "opened" line. Any error ends it with exit
 // status 1 and the error on stderr.
+//
+// Every call runs under the SDK's request timeout (60 s by default;
+// ACCORD_MCP_TIMEOUT_MS sets another) with resetTimeoutOnProgress: the
+// server sends progress notifications while await_answers waits for
+// people, each starting the timeout again, so a wait of any length
+// succeeds.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -19,21 +25,36 @@ const token = process.env.ACCORD_MCP_TOKEN;
 if (!url || !token) {
   throw new Error("set ACCORD_MCP_URL and ACCORD_MCP_TOKEN");
 }
+// undefined: the SDK's default (60 s).
+const timeout = process.env.ACCORD_MCP_TIMEOUT_MS ? Number(process.env.ACCORD_MCP_TIMEOUT_MS) : undefined;
 
 function say(step, fields) {
   process.stdout.write(JSON.stringify({ step, ...fields }) + "\n");
 }
 
+// lastCall is how the last call went: the progress notifications that
+// came while it ran, and how long it took (ms).
+let lastCall = { progress: 0, waited: 0 };
+
 // call calls a tool that must succeed and returns its structured content.
 // The SDK has checked that content against the tool's output schema.
 async function call(client, name, args) {
-  const res = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+  let progress = 0;
+  const start = Date.now();
+  const res = await client.callTool({ name, arguments: args }, undefined, {
+    timeout,
+    resetTimeoutOnProgress: true,
+    onprogress: () => {
+      progress++;
+    },
+  });
   if (res.isError) {
     throw new Error(`${name}: tool error ${res.content?.[0]?.text}`);
   }
   if (typeof res.structuredContent !== "object" || res.structuredContent === null || Array.isArray(res.structuredContent)) {
     throw new Error(`${name}: structured content is not an object: ${JSON.stringify(res.structuredContent)}`);
   }
+  lastCall = { progress, waited: Date.now() - start };
   return res.structuredContent;
 }
 
@@ -77,9 +98,10 @@ try {
   const decision = opened.decisions[0];
   say("opened", { decision: decision.id, link: decision.link });
 
-  // Blocks until a person saves an answer and its turn starts.
+  // Blocks until a person saves an answer and its turn starts, which may
+  // outlast the request timeout: the server's progress keeps it alive.
   const first = await call(client, "await_answers", {});
-  say("turn", { turn: first.turn, pending: first.pending });
+  say("turn", { turn: first.turn, pending: first.pending, ...lastCall });
 
   // Done with the turn: the answer never comes again.
   const again = await call(client, "await_answers", { done: first.turn.id, wait_seconds: 1 });

@@ -13,6 +13,7 @@ import {
 } from "./presence.jsx";
 import { DecisionPage } from "./page.jsx";
 import { BlockEditor, usePlanFeed } from "./plan-edit.jsx";
+import { PlannerAgent } from "./planner-agent.jsx";
 
 const params = new URLSearchParams(location.search);
 
@@ -469,6 +470,7 @@ function App({ session, me, onSessionChanged }) {
             </main>
             <aside class="chat" id="chat" data-testid="chat" aria-label="Chat">
               <h2>Chat</h2>
+              <PlannerAgent agent={feed.chat?.agent} />
               <Chat notices={feed.chat?.notices || []} nameOf={nameOf} />
             </aside>
           </div>

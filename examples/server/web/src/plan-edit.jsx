@@ -15,6 +15,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
  * @typedef {{decision: string, passage: string[], reason: string}} Pending
  * @typedef {{revision: string, blocks: Block[], pending: Pending[]}} Plan
  * @typedef {{id: string, text: string, at?: string, quiet?: boolean}} Notice
+ * @typedef {{notices: Notice[], agent?: import("./planner-agent.jsx").Agent}} Chat
  * @typedef {{op: "edit"|"insert"|"delete", block?: string, after?: string, kind?: string, text?: string}} Edit
  */
 
@@ -27,11 +28,11 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
  * the many pages a restart drops do not redial in step; the first
  * messages after it are whole snapshots again.
  * @param {string} docId
- * @returns {{plan: Plan|null, chat: {notices: Notice[]}|null, live: boolean, error: string}}
+ * @returns {{plan: Plan|null, chat: Chat|null, live: boolean, error: string}}
  */
 export function usePlanFeed(docId) {
   const [state, setState] = useState(
-    /** @type {{plan: Plan|null, chat: {notices: Notice[]}|null, live: boolean, error: string}} */ ({ plan: null, chat: null, live: false, error: "" }),
+    /** @type {{plan: Plan|null, chat: Chat|null, live: boolean, error: string}} */ ({ plan: null, chat: null, live: false, error: "" }),
   );
   useEffect(() => {
     let stopped = false;
