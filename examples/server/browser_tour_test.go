@@ -24,7 +24,7 @@ func TestBrowserTourEveryButton(t *testing.T) {
 	// beside their passages, each with its shared draft.
 	ana.waitFor("the empty-plan hint", `!!$("no-decisions") && !!$("block-b3")`)
 	ana.click("start-demo")
-	ana.waitText("app-message", "The Planner opened 3 decisions on the plan's passages and asked you a question of its own under “Other decisions”: 4 cards in all.")
+	ana.waitText("app-message", "The Planner opened 3 decisions on the plan's passages and asked you a question of its own: 4 cards in all.")
 	ana.waitFor("an empty Chat", `!!$("chat-empty")`) // nothing saved yet, so no turn
 	ana.waitFor("four cards, each with its draft", `document.querySelectorAll('[data-testid^="card-"][data-status="open"]').length === 4
 		&& window.accord.order.every((id) => D(id).doc && D(id).synced)`)

@@ -19,7 +19,7 @@ func TestBrowserPlainWording(t *testing.T) {
 	ben := newBrowser(t, "ben", 1280, 900)
 	ben.open(srv, "ben", "")
 	ben.click("start-demo")
-	ben.waitText("app-message", "The Planner opened 3 decisions on the plan's passages and asked you a question of its own under “Other decisions”: 4 cards in all.")
+	ben.waitText("app-message", "The Planner opened 3 decisions on the plan's passages and asked you a question of its own: 4 cards in all.")
 	ben.waitFor("the 4 cards", `document.querySelectorAll('[data-testid^="card-"][data-decision]').length === 4`)
 
 	var ids struct {

@@ -275,9 +275,9 @@ function App({ session, me, onSessionChanged }) {
       const n = opened.filter((/** @type {any} */ o) => !o.repeated).length;
       setPageNote(
         n
-          ? // Its own question is a card too, under Other decisions: the
-            // count names every card that appeared.
-            `The Planner opened ${n} decision${n === 1 ? "" : "s"} on the plan's passages and asked you a question of its own under “Other decisions”: ${n + 1} cards in all.`
+          ? // Its own question is a card too: the count names every card
+            // that appeared.
+            `The Planner opened ${n} decision${n === 1 ? "" : "s"} on the plan's passages and asked you a question of its own: ${n + 1} cards in all.`
           : opened.length
             ? "The demo has already started: the Planner's decisions are open, and nothing new was added."
             : "The Planner's demo has started.",
@@ -464,6 +464,7 @@ function App({ session, me, onSessionChanged }) {
                   c={c}
                   plan={plan}
                   nameOf={nameOf}
+                  knownLogins={session.members.map((m) => m.login.toLowerCase())}
                   edit={editing && canWrite && plan ? { docId, canEdit: canWrite, onDirty } : null}
                 />
               )}
