@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -121,4 +124,47 @@ func (s *Server) forget(d *document) {
 		c.closeWith(CloseMoved, "reconnect: the document moved")
 	}
 	close(d.ended)
+}
+
+// Close codes of a refused connection, for a client that asked for them
+// with refuse=close in the upgrade's query (docs/PROTOCOL.md, "Refusals as
+// close codes"): a browser's WebSocket hides the HTTP status of a refused
+// upgrade, so such a client gets the upgrade, then at once a close frame
+// with one of these codes and the refusal as its reason. Retrying does
+// not change any of them. Without refuse=close the upgrade is refused
+// with the HTTP status (401, 403, 404), as the Go client expects.
+const (
+	// CloseUnauthorized (4401): Options.Authorize returned ErrUnauthorized.
+	CloseUnauthorized = 4401
+	// CloseForbidden (4403): Authorize refused with another error.
+	CloseForbidden = 4403
+	// CloseUnknownDocument (4404): Authorize returned ErrUnknownDocument.
+	CloseUnknownDocument = 4404
+	// CloseVersion (4426): the hello's protocol version is not the
+	// server's (after the error frame with reason "version").
+	CloseVersion = 4426
+)
+
+// refuseByClose upgrades r and closes the connection at once with code
+// and reason (at most the 123 bytes a close frame holds), waiting briefly
+// for the client's close so that the client reads the code.
+func (s *Server) refuseByClose(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	defer ws.Close()
+	if len(reason) > 123 {
+		reason = strings.ToValidUTF8(reason[:123], "") // never half a character
+	}
+	deadline := time.Now().Add(time.Second)
+	if ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), deadline) != nil {
+		return
+	}
+	ws.SetReadDeadline(deadline)
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return
+		}
+	}
 }

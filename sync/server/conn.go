@@ -34,6 +34,9 @@ type conn struct {
 	// req is the upgrade request as Options.Authorize saw it, for
 	// Reauthorize.
 	req *http.Request
+	// closeRefusals: the client asked (refuse=close) for a refusal as a
+	// close code (close.go), its HTTP status being hidden from it.
+	closeRefusals bool
 
 	mu     sync.Mutex
 	member question.Member // set at the upgrade; Reauthorize may lower it

@@ -18,6 +18,10 @@ import (
 // connection with 401 rather than 403.
 var ErrUnauthorized = errors.New("server: unauthorized")
 
+// ErrUnknownDocument may be returned by Options.Authorize to refuse a
+// connection to a document that does not exist with 404 rather than 403.
+var ErrUnknownDocument = errors.New("server: unknown document")
+
 // Options configures a Server. Store and Authorize are required; every
 // other field has a working default.
 type Options struct {

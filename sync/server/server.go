@@ -87,11 +87,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing or overlong ?doc= parameter", http.StatusBadRequest)
 		return
 	}
+	closeRefusals := r.URL.Query().Get("refuse") == "close"
 	member, err := s.opts.Authorize(r, docID)
 	if err != nil {
-		code := http.StatusForbidden
-		if errors.Is(err, ErrUnauthorized) {
-			code = http.StatusUnauthorized
+		code, closeCode := http.StatusForbidden, CloseForbidden
+		switch {
+		case errors.Is(err, ErrUnauthorized):
+			code, closeCode = http.StatusUnauthorized, CloseUnauthorized
+		case errors.Is(err, ErrUnknownDocument):
+			code, closeCode = http.StatusNotFound, CloseUnknownDocument
+		}
+		if closeRefusals {
+			s.refuseByClose(w, r, closeCode, err.Error())
+			return
 		}
 		http.Error(w, err.Error(), code)
 		return
@@ -122,7 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := r.Clone(context.Background())
 	req.Body = http.NoBody
-	c := &conn{s: s, member: member, req: req, docID: docID, limit: newLimiter(&s.opts),
+	c := &conn{s: s, member: member, req: req, docID: docID, limit: newLimiter(&s.opts), closeRefusals: closeRefusals,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), readDone: make(chan struct{}), writeDone: make(chan struct{})}
 	s.conns[c] = struct{}{} // reserve the slot before the upgrade
 	s.handlers.Add(1)
@@ -217,7 +225,11 @@ func (s *Server) readPump(c *conn) {
 			}
 			if hello.V != wire.Version {
 				c.replyError(format, "", "version", "this server speaks protocol version 1")
-				c.close()
+				if c.closeRefusals {
+					c.closeWith(CloseVersion, "this server speaks protocol version 1")
+				} else {
+					c.close()
+				}
 				return
 			}
 			c.mu.Lock()

@@ -194,8 +194,17 @@ export class Client {
     this.version = 0;
     /** @type {Map<string, {version: number, state: DecisionState}>} */
     this.states = new Map();
-    /** "connecting" | "open" | "reconnecting" | "closed" */
+    /**
+     * connecting (the first dial), open (welcomed), reconnecting,
+     * unreachable (the last dial failed before the socket opened; redialling
+     * goes on), refused (the server refused this member or document, or
+     * speaks another protocol version: see refused; no redial until
+     * start()), closed (stop()).
+     * @type {"connecting"|"open"|"reconnecting"|"unreachable"|"refused"|"closed"}
+     */
     this.conn = "connecting";
+    /** @type {RefusedError|null} why the server refused the connection (conn "refused"), with its reason */
+    this.refused = null;
     /** whether the server lets this member write (from welcome) */
     this.write = false;
     this.welcomed = false;
@@ -293,6 +302,7 @@ export class Client {
    */
   start() {
     this.stopped = false;
+    this.refused = null;
     this.attempts = 0;
     if (!this.storage || this.restored) {
       this.connect();
@@ -519,13 +529,18 @@ export class Client {
   connect() {
     if (this.stopped) return;
     if (!this.Socket) throw new Error("no WebSocket here: pass Options.WebSocket (in Node 20, the ws package)");
-    const ws = this.token ? new this.Socket(this.url, { headers: { Authorization: `Bearer ${this.token}` } }) : new this.Socket(this.url);
+    // refuse=close: a refusal comes as a close code the browser shows
+    // (docs/PROTOCOL.md, "Refusals as close codes"), not a hidden status.
+    const url = this.url + (this.url.includes("?") ? "&" : "?") + "refuse=close";
+    const ws = this.token ? new this.Socket(url, { headers: { Authorization: `Bearer ${this.token}` } }) : new this.Socket(url);
     ws.binaryType = "arraybuffer";
     this.ws = ws;
-    this.conn = this.attempts === 0 && !this.welcomedOnce ? "connecting" : "reconnecting";
+    if (this.conn !== "unreachable") this.conn = this.attempts === 0 && !this.welcomedOnce ? "connecting" : "reconnecting";
     this.notify();
+    let opened = false;
     ws.onopen = () => {
       if (ws !== this.ws) return;
+      opened = true;
       /** @type {Record<string, string[]>} */
       const have = {};
       for (const d of this.decisions.values()) if (d.doc && d.accepted.length) have[d.id] = d.accepted;
@@ -558,7 +573,9 @@ export class Client {
     ws.onclose = (ev) => {
       if (ws !== this.ws) return;
       this.ws = null;
-      this.lost(ev.code, retryAfter);
+      const why = REFUSED[ev.code];
+      if (why) this.refused = new RefusedError(why, ev.reason);
+      this.lost(ev.code, retryAfter, !opened);
     };
   }
 
@@ -620,10 +637,13 @@ export class Client {
    * backoff, restarted first when the connection stayed up long enough or
    * the server closed it with 1012 or 1013 (restartsBackoff); a refused
    * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
+   * A refusal (refused) fails every request and ends the redials; a dial
+   * that failed before the socket opened makes conn unreachable.
    * @param {number} [code] the close code
    * @param {number} [retryAfter]
+   * @param {boolean} [unopened] the socket never opened
    */
-  lost(code = 0, retryAfter = 0) {
+  lost(code = 0, retryAfter = 0, unopened = false) {
     const served = this.welcomed ? now() - this.welcomedAt : -1;
     this.waiting = null;
     this.welcomed = false;
@@ -638,7 +658,16 @@ export class Client {
       d.synced = false;
     }
     if (this.stopped) return;
-    this.conn = "reconnecting";
+    const r = this.refused;
+    if (r) {
+      this.failPending(r.reason);
+      this.conn = "refused";
+      this.note = { text: refusalText("connect", r.reason, r.detail), tone: "error", at: Date.now() };
+      this.notify();
+      return;
+    }
+    this.conn = unopened ? "unreachable" : "reconnecting";
+    if (unopened) this.note = { text: refusalText("connect", "unreachable"), tone: "error", at: Date.now() };
     if (restartsBackoff(served, code, this)) this.attempts = 0;
     const delay = Math.max(reconnectDelay(this.attempts, this), Math.min(retryAfter, this.maxBackoff));
     this.attempts++;
@@ -749,7 +778,8 @@ export class Client {
           clearTimeout(p?.timer);
           p?.resolve({ ok: false, reason: m.reason, message: m.message });
         }
-        if (m.reason === "version") this.stop();
+        // The close that follows ends the redials (lost).
+        if (m.reason === "version") this.refused = new RefusedError("version", m.message);
         return;
     }
   }
@@ -1282,13 +1312,22 @@ export class Client {
    * @returns {Promise<void>}
    */
   until(pred, ms, what) {
-    if (pred()) return Promise.resolve();
     return new Promise((resolve, reject) => {
+      // pred may throw: the wait rejects with what it threw.
+      const done = () => {
+        try {
+          if (!pred()) return false;
+          resolve();
+        } catch (e) {
+          reject(e);
+        }
+        return true;
+      };
+      if (done()) return;
       const off = this.subscribe(() => {
-        if (!pred()) return;
+        if (!done()) return;
         clearTimeout(timer);
         off();
-        resolve();
       });
       const timer = setTimeout(() => {
         off();
@@ -1300,14 +1339,21 @@ export class Client {
   /**
    * Resolves once the server has welcomed this client and every decision
    * it named has its document applied: edits made right after build on
-   * the server's accepted drafts.
+   * the server's accepted drafts. Rejects at once with the RefusedError
+   * of a refused connection (refused); with unreachable, also as soon as
+   * a dial fails before its socket opens (the redials go on).
    * @param {number} [ms]
+   * @param {boolean} [unreachable] reject with unreachable too
    */
-  ready(ms = this.requestTimeout) {
-    return this.until(() => this.welcomed && this.order.every((id) => {
+  ready(ms = this.requestTimeout, unreachable = false) {
+    return this.until(() => {
+      if (this.refused) throw this.refused;
+      if (unreachable && this.conn === "unreachable") throw new RefusedError("unreachable", this.note?.text);
+      return this.welcomed && this.order.every((id) => {
       const d = this.decisions.get(id);
-      return !!d && !!d.doc && d.synced;
-    }), ms, "connecting");
+        return !!d && !!d.doc && d.synced;
+      });
+    }, ms, "connecting");
   }
 
   /**
@@ -1421,7 +1467,7 @@ export class Client {
           d.edited = false;
           d.note = { text: "Saved.", tone: "ok", at: Date.now() };
         } else {
-          first ??= new RefusedError(String(res.reason || "unknown"), res.message, { kind: "question:submit", id: res.id, reply: rep });
+          first ??= new RefusedError(/** @type {any} */ (res.reason || "unknown"), res.message, { kind: "question:submit", id: res.id, reply: rep });
           d.note = { text: refusalText("question:submit", res.reason, res.message), tone: "error", at: Date.now() };
         }
       }
@@ -1793,6 +1839,13 @@ export function retryAfterMs(v, at = Date.now()) {
   const t = Date.parse(v);
   return t > at ? t - at : 0;
 }
+
+/**
+ * The close codes of a refused connection (docs/PROTOCOL.md, "Refusals as
+ * close codes"), as RefusedError reasons: none changes by redialling.
+ * @type {Record<number, import("./errors.js").Reason>}
+ */
+const REFUSED = { 4401: "unauthorized", 4403: "forbidden", 4404: "not_found", 4426: "version" };
 
 /** The layout of what a client stores (see store). */
 const STORE_VERSION = 1;

@@ -105,8 +105,17 @@ export class Client {
         version: number;
         state: DecisionState;
     }>;
-    /** "connecting" | "open" | "reconnecting" | "closed" */
-    conn: string;
+    /**
+     * connecting (the first dial), open (welcomed), reconnecting,
+     * unreachable (the last dial failed before the socket opened; redialling
+     * goes on), refused (the server refused this member or document, or
+     * speaks another protocol version: see refused; no redial until
+     * start()), closed (stop()).
+     * @type {"connecting"|"open"|"reconnecting"|"unreachable"|"refused"|"closed"}
+     */
+    conn: "connecting" | "open" | "reconnecting" | "unreachable" | "refused" | "closed";
+    /** @type {RefusedError|null} why the server refused the connection (conn "refused"), with its reason */
+    refused: RefusedError | null;
     /** whether the server lets this member write (from welcome) */
     write: boolean;
     welcomed: boolean;
@@ -259,10 +268,13 @@ export class Client {
      * backoff, restarted first when the connection stayed up long enough or
      * the server closed it with 1012 or 1013 (restartsBackoff); a refused
      * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
+     * A refusal (refused) fails every request and ends the redials; a dial
+     * that failed before the socket opened makes conn unreachable.
      * @param {number} [code] the close code
      * @param {number} [retryAfter]
+     * @param {boolean} [unopened] the socket never opened
      */
-    lost(code?: number, retryAfter?: number): void;
+    lost(code?: number, retryAfter?: number, unopened?: boolean): void;
     /** Ends the connection so the reconnect's hello catches the replicas up. */
     resync(): void;
     /** @param {any} m */
@@ -469,10 +481,13 @@ export class Client {
     /**
      * Resolves once the server has welcomed this client and every decision
      * it named has its document applied: edits made right after build on
-     * the server's accepted drafts.
+     * the server's accepted drafts. Rejects at once with the RefusedError
+     * of a refused connection (refused); with unreachable, also as soon as
+     * a dial fails before its socket opens (the redials go on).
      * @param {number} [ms]
+     * @param {boolean} [unreachable] reject with unreachable too
      */
-    ready(ms?: number): Promise<void>;
+    ready(ms?: number, unreachable?: boolean): Promise<void>;
     /**
      * Resolves with a decision's state once its replica is here (restored
      * from storage or sent by the server), so it can be edited at once.
@@ -921,6 +936,7 @@ export type Overwrite = {
     cell: CellProvenance;
 };
 import { StorageError } from "./errors.js";
+import { RefusedError } from "./errors.js";
 import { PresenceOut } from "./presence.js";
 import { Peers } from "./presence.js";
 import * as R from "./replica.js";

@@ -5,19 +5,25 @@
  * @param {string} [id]
  */
 export function refusal(rep: any, kind: string, id?: string): RefusedError;
+/**
+ * A refusal's reason: the protocol's words, the client's own
+ * (disconnected, timeout, unreachable), and unknown for a reply that
+ * named none.
+ * @typedef {"invalid"|"duplicate"|"full"|"resolved"|"resolving"|"implementation"|"stale"|"forbidden"|"not_found"|
+ *   "not_settled"|"too_many"|"unavailable"|"version"|"unauthorized"|"disconnected"|"timeout"|"unreachable"|"unknown"} Reason
+ */
 export class RefusedError extends Error {
     /**
-     * @param {string} reason the protocol's reason word
+     * @param {Reason} reason the protocol's reason word
      * @param {string} [message] the server's explanation, if any
      * @param {{kind?: string, id?: string, reply?: any}} [about] the request's kind, the decision, the whole reply
      */
-    constructor(reason: string, message?: string, about?: {
+    constructor(reason: Reason, message?: string, about?: {
         kind?: string;
         id?: string;
         reply?: any;
     });
-    /** @type {string} */
-    reason: string;
+    reason: Reason;
     /** @type {string} the server's explanation, "" when it gave none */
     detail: string;
     /** @type {string} the request's kind, e.g. "question:submit" */
@@ -46,3 +52,9 @@ export class StorageError extends Error {
     reason: "unavailable" | "quota" | "damaged" | "foreign";
     cause: unknown;
 }
+/**
+ * A refusal's reason: the protocol's words, the client's own
+ * (disconnected, timeout, unreachable), and unknown for a reply that
+ * named none.
+ */
+export type Reason = "invalid" | "duplicate" | "full" | "resolved" | "resolving" | "implementation" | "stale" | "forbidden" | "not_found" | "not_settled" | "too_many" | "unavailable" | "version" | "unauthorized" | "disconnected" | "timeout" | "unreachable" | "unknown";

@@ -1,7 +1,10 @@
 /**
  * Connects to doc's decisions and resolves with the client once it is
  * ready: restored drafts (with a storage) and the server's welcome with
- * every decision's document applied. With background, it resolves at once
+ * every decision's document applied. It rejects at once with a
+ * RefusedError when the server refuses the connection (unauthorized,
+ * forbidden, not_found, version) or cannot be reached (unreachable), and
+ * with timeout after opts.timeout. With background, it resolves at once
  * after restoring, offline too; client.ready() is then the wait.
  * Call init() (automerge's WebAssembly) first.
  * @param {import("./client.js").ClientOptions & {background?: boolean, timeout?: number}} opts

@@ -1,11 +1,11 @@
 /**
  * A person-readable sentence for a refusal.
- * @param {string} kind the request's kind, e.g. "question:submit"
+ * @param {string} kind the request's kind, e.g. "question:submit"; "connect" for a refused connection
  * @param {string|undefined} reason
- * @param {string|undefined} message the server's explanation
+ * @param {string} [message] the server's explanation
  * @returns {string}
  */
-export function refusalText(kind: string, reason: string | undefined, message: string | undefined): string;
+export function refusalText(kind: string, reason: string | undefined, message?: string): string;
 /**
  * A person-readable sentence for a refused findings request: the server's
  * own explanation, which names who may act (only Ana, who started this

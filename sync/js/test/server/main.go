@@ -1,7 +1,8 @@
 // Command server is the Accord server the package's Node tests run
 // against: sync/server on a bbolt store in -data, listening on -addr, with
 // the member taken from a bearer token that is simply their login (ana
-// and ben write, rita reads; anyone else is refused). It prints
+// and ben write, rita reads; eve is forbidden, anyone else unauthorized;
+// a document named missing-… does not exist). It prints
 // "listening <addr>" once it accepts connections, then what it serves (to
 // standard error), and stops on SIGTERM or Ctrl-C. Started in the
 // background (`&`, standard input closed or detached) it keeps running.
@@ -63,9 +64,15 @@ func main() {
 		PresenceSilence: *silence,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			login := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if login == "eve" {
+				return question.Member{}, errors.New("eve may not open this document")
+			}
 			write, ok := writers[login]
 			if !ok {
 				return question.Member{}, server.ErrUnauthorized
+			}
+			if strings.HasPrefix(doc, "missing-") {
+				return question.Member{}, server.ErrUnknownDocument
 			}
 			return question.Member{Login: login, Write: write}, nil
 		},
