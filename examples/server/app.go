@@ -60,6 +60,9 @@ type app struct {
 	watcher  *research.Watcher // research.go
 	desk     *personaDesk      // personas.go
 	sessions *sessions         // signin.go
+	// mcpToken is the MCP endpoint's token when a cluster set it, and
+	// mcpDiffers why this node's own differs from the cluster's (mcp.go).
+	mcpToken, mcpDiffers string
 	// links lists the demo members' sign-in links in GET /api/session
 	// (demoOptions.DemoLinks).
 	links bool
@@ -87,6 +90,8 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	if a.sessions, err = openSessions(demo.Dir, demo.SessionKey, demo.TrustMemberParam, log); err != nil {
 		return nil, err
 	}
+	a.sessions.differs = demo.Differs["session key"]
+	a.mcpToken, a.mcpDiffers = demo.MCPToken, demo.Differs["MCP token"]
 	if a.research, err = newResearchHost(demo, log); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -220,4 +222,79 @@ func (p *demoPlanner) savePlanner(doc string) error {
 		return nil
 	}
 	return a.hostState.put("planner", doc, plannerState{Runs: p.runs[doc], Started: maps.Clone(p.started)})
+}
+
+// Secrets every node of a cluster must share, kept in the host state
+// bucket: a session signed by one node is checked by another (requests
+// are served by the document's owner, whichever node took them), and an
+// agent's MCP token must work on any node and after any failover.
+const (
+	secretSessionKey = "secret.session-key"
+	secretMCPToken   = "secret.mcp-token"
+)
+
+// shareSecret returns the cluster's value of a shared secret: the first
+// node to start stores its own (mine), and every node uses what is
+// stored.
+func (h *hostState) shareSecret(ctx context.Context, key, mine string) (string, error) {
+	var stored string
+	err := untilAnswered(ctx, func() error {
+		_, err := h.kv.Create(ctx, key, []byte(mine))
+		switch {
+		case err == nil:
+			stored = mine
+		case errors.Is(err, natsjs.ErrKeyExists):
+			var e natsjs.KeyValueEntry
+			if e, err = h.kv.Get(ctx, key); err == nil {
+				stored = string(e.Value())
+			}
+		}
+		return err
+	})
+	return stored, err
+}
+
+// shareSecrets gives demo the cluster's session key and MCP token. A node
+// started with its own (ACCORD_SESSION_KEY, ACCORD_MCP_TOKEN) that differs
+// from the cluster's keeps it, says so at start, and refuses what it
+// guards (sign-ins, MCP) instead of failing one request at a time.
+func (h *hostState) shareSecrets(ctx context.Context, demo *demoOptions, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, hostWait)
+	defer cancel()
+	key, keySet := demo.SessionKey, demo.SessionKey != "" // ACCORD_SESSION_KEY
+	if !keySet {
+		var err error
+		if key, err = localSessionKey(demo.Dir); err != nil {
+			return err
+		}
+	}
+	token, err := mcpToken(demo.Dir)
+	if err != nil {
+		return err
+	}
+	for _, sec := range []struct {
+		name, key, env, mine string
+		configured           bool
+		set                  *string
+	}{
+		{"session key", secretSessionKey, "ACCORD_SESSION_KEY", key, keySet, &demo.SessionKey},
+		{"MCP token", secretMCPToken, "ACCORD_MCP_TOKEN", token, os.Getenv("ACCORD_MCP_TOKEN") != "", &demo.MCPToken},
+	} {
+		theirs, err := h.shareSecret(ctx, sec.key, sec.mine)
+		if err != nil {
+			return fmt.Errorf("cluster: the shared %s: %w", sec.name, err)
+		}
+		if theirs != sec.mine && sec.configured {
+			why := sec.env + " differs from the cluster's " + sec.name + ": give every node the same, or unset it on this node to take the cluster's"
+			log.Error("this node's "+sec.name+" differs from the cluster's; it refuses what the "+sec.name+" guards", "why", why)
+			if demo.Differs == nil {
+				demo.Differs = map[string]string{}
+			}
+			demo.Differs[sec.name] = why
+			*sec.set = sec.mine
+			continue
+		}
+		*sec.set = theirs
+	}
+	return nil
 }

@@ -147,6 +147,11 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	}
 	defer store.close()
 
+	if store.host != nil { // a cluster's nodes share the session key and MCP token
+		if err := store.host.shareSecrets(ctx, &demo, log); err != nil {
+			return err
+		}
+	}
 	app, err := newApp(store.forApp(), log, demo)
 	if err != nil {
 		return err
@@ -163,6 +168,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	if hs.Handler, err = store.route(ctx, app, hs.Handler, log); err != nil {
 		return err
 	}
+	hs.Handler = app.refusingMCP(hs.Handler, log)       // mcp.go
 	hs.Handler = app.sessions.sameSite(log, hs.Handler) // signin.go
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})

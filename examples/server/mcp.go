@@ -25,9 +25,12 @@ import (
 // withMCP serves the MCP endpoint at /mcp beside hs's handler, prints how
 // to reach it, and ends blocking MCP calls when hs shuts down.
 func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Writer) error {
-	token, err := mcpToken(a.sessions.dir)
-	if err != nil {
-		return err
+	token := a.mcpToken
+	if token == "" {
+		var err error
+		if token, err = mcpToken(a.sessions.dir); err != nil {
+			return err
+		}
 	}
 	var tokens map[string][]string
 	if docs := os.Getenv("ACCORD_MCP_DOCS"); docs != "" {
@@ -70,8 +73,31 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	for t := range tokens {
 		token = t
 	}
+	if a.mcpDiffers != "" {
+		fmt.Fprintf(out, "MCP is refused on this node: %s\n", a.mcpDiffers)
+		return nil
+	}
 	fmt.Fprintf(out, "MCP (streamable HTTP): http://%s/mcp?doc=%s with header \"Authorization: Bearer %s\"\n", addr, demoDoc, token)
 	return nil
+}
+
+// refusingMCP is next, except on a cluster node whose MCP token differs
+// from the cluster's: there /mcp is refused with the reason, before any
+// request is forwarded to a document's owner, since the token this node
+// printed would work nowhere else.
+func (a *app) refusingMCP(next http.Handler, log *slog.Logger) http.Handler {
+	why := a.mcpDiffers
+	if why == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		log.Warn("MCP refused: this node's token differs from the cluster's", "why", why, "remote", r.RemoteAddr)
+		http.Error(w, "this server does not serve MCP: "+why, http.StatusServiceUnavailable)
+	})
 }
 
 // agentJSON tells the page that an agent answers as the Planner of a

@@ -47,8 +47,15 @@ type demoOptions struct {
 	TrustMemberParam bool
 	// SessionKey, in hex, signs sign-in links and sessions instead of the
 	// key kept in the data folder (ACCORD_SESSION_KEY): every node of a
-	// cluster needs the same.
+	// cluster needs the same (shareSecrets gives it the cluster's).
 	SessionKey string
+	// MCPToken is the MCP endpoint's bearer token when set (a cluster's,
+	// shareSecrets); else mcpToken decides.
+	MCPToken string
+	// Differs holds why this node's configured secrets disagree with its
+	// cluster's, by secret ("session key", "MCP token"): the node then
+	// refuses what the secret guards rather than fail quietly.
+	Differs map[string]string
 	// crashOnStop makes the end of serveDemo a crash as the cluster sees
 	// it (tests only): the NATS connection drops before anything is
 	// handed off.

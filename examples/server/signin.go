@@ -69,6 +69,9 @@ type sessions struct {
 	now   func() time.Time
 	log   *slog.Logger
 	trust bool // the member may come from ?member= (load tools only)
+	// differs says why this node's key is not its cluster's
+	// (demoOptions.Differs): sign-ins are then refused.
+	differs string
 	// fixedKey is set when the key comes from the environment, which
 	// rotation cannot change.
 	fixedKey bool
@@ -112,6 +115,22 @@ func openSessions(dir, key string, trustParam bool, log *slog.Logger) (*sessions
 		log.Warn("the member is taken from ?member= of any request: anyone can act as anyone (for load tools on a machine you control only)")
 	}
 	return s, nil
+}
+
+// localSessionKey is the key kept under dir, in hex, or a new one if
+// there is none (not written: a cluster node offers it to the cluster,
+// shareSecrets).
+func localSessionKey(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "session.key"))
+	switch {
+	case err == nil:
+		return strings.TrimSpace(string(b)), nil
+	case errors.Is(err, os.ErrNotExist):
+		key := make([]byte, 32)
+		rand.Read(key)
+		return hex.EncodeToString(key), nil
+	}
+	return "", err
 }
 
 func (s *sessions) keyPath() string     { return filepath.Join(s.dir, "session.key") }
@@ -253,6 +272,11 @@ func (s *sessions) revoke(id string, exp int64) error {
 // routes serves sign-in, sign-out and key rotation.
 func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 	mux.HandleFunc("GET /signin", func(w http.ResponseWriter, r *http.Request) {
+		if why := s.differs; why != "" {
+			a.log.Warn("sign-in refused: this node's session key differs from the cluster's", "why", why, "remote", r.RemoteAddr)
+			http.Error(w, "This server cannot sign you in: "+why+".", http.StatusServiceUnavailable)
+			return
+		}
 		c, err := s.verify(r.URL.Query().Get("invite"))
 		if err != nil || c.Kind != "invite" {
 			msg, why := "This sign-in link is not valid. Ask for a new one (the server prints the demo members' links when it starts).", "not valid"
@@ -301,7 +325,7 @@ func (s *sessions) routes(mux *http.ServeMux, a *app, adminToken string) {
 	}
 	mux.Handle("/admin/rotate-session-key", adminOnly(adminToken, "key rotations", http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
 		if s.fixedKey {
-			http.Error(w, "the key comes from ACCORD_SESSION_KEY: change it on every node and restart them", http.StatusConflict)
+			http.Error(w, "the key is fixed (ACCORD_SESSION_KEY, or a cluster's shared key): change it on every node and restart them", http.StatusConflict)
 			return
 		}
 		if err := s.rotate(); err != nil {
