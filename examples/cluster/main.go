@@ -9,8 +9,10 @@
 //
 // Run from the examples folder: the page nodes are the example server
 // (./server, built into the data folder) in cluster mode, one process
-// each, sharing a session key; each prints its page's address and its
-// sign-in links. The sync endpoint of bare node i is
+// each; they share the cluster's session key and MCP token (the first to
+// start stores its own there), so any node's sign-in link and token work
+// on all. Each prints its page's address, its sign-in links and the MCP
+// token, and what to try next follows once all three serve. The sync endpoint of bare node i is
 // ws://127.0.0.1:818i/sync?doc=<id>&member=<login> (the Go client in
 // sync/replica dials it). A connection to a node that does not own the
 // document is forwarded to the owner. Data lives in -data (a temp folder

@@ -3,11 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,12 +33,9 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build ./server: %w", err)
 	}
-	// One session key for all nodes: a sign-in link or session made by
-	// one node is good on the others.
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
+	// The nodes need no secret from here: the first to start stores its
+	// session key and MCP token in the cluster, and every node uses those,
+	// so a link or token any node prints is good on all of them.
 	var (
 		wg    sync.WaitGroup
 		out   sync.Mutex // one node's line at a time
@@ -68,11 +64,12 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 			out.Unlock()
 		}
 	}
+	var addrs []string
 	for i := range nodes {
 		name := "node-" + strconv.Itoa(i+1)
 		addr := "127.0.0.1:" + strconv.Itoa(8081+i)
+		addrs = append(addrs, addr)
 		cmd := exec.Command(bin, "-addr", addr, "-data", filepath.Join(data, name), "-node", name, "-nats", natsURLs, "-log", level)
-		cmd.Env = append(os.Environ(), "ACCORD_SESSION_KEY="+hex.EncodeToString(key))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return err
@@ -96,16 +93,24 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 			out.Unlock()
 		})
 	}
+	// What to do next is said once every node has printed its page and
+	// links: a node answers /healthz only after that.
+	if err := untilServing(ctx, addrs); err != nil {
+		return err
+	}
+	out.Lock()
 	fmt.Printf(`
 Three nodes of the example's page share one JetStream cluster (NATS %s).
-Open two of the pages above, in two browsers, signed in with a link each
-printed: both show the same plan and decisions, decided by the node
-holding the document's lease. Stop a node with kill -TERM: it hands its
-documents off and its pages reconnect to the next owner. Kill one with
-kill -9: the others take over once its lease expires (-lease-ttl).
+Open two of the pages above, in two browsers, each with a sign-in link a
+node printed (any node's link and MCP token work on every node): both
+show the same plan and decisions, decided by the node holding the
+document's lease. Stop a node with kill -TERM: it hands its documents
+off and its pages reconnect to the next owner. Kill one with kill -9:
+the others take over once its lease expires (-lease-ttl).
 See docs/OPERATIONS.md and docs/SCALING.md. Ctrl-C stops everything.
 
 `, natsURLs)
+	out.Unlock()
 	// A node killed to watch a failover leaves the others running.
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
@@ -115,4 +120,30 @@ See docs/OPERATIONS.md and docs/SCALING.md. Ctrl-C stops everything.
 	case <-all:
 		return errors.New("every node exited")
 	}
+}
+
+// untilServing waits until every node at addrs answers /healthz, for a
+// minute at most (the build is done; a node joining the cluster waits for
+// its buckets).
+func untilServing(ctx context.Context, addrs []string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, addr := range addrs {
+		for {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the node on %s is not serving: %v", addr, err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
