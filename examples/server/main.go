@@ -62,7 +62,7 @@ Environment (a flag, where there is one, wins):
   ACCORD_MCP_PROGRESS   how often a waiting MCP call (await_answers, ask) sends progress
                         when its request asks for it (default 15s)
   ACCORD_SESSION_KEY    hex key signing sign-in links and sessions instead of DATA/session.key
-                        (a cluster's nodes must share one)
+                        (a cluster's nodes share the cluster's; one set here must match it)
   ACCORD_DEMO_LINKS     1 lists the demo members' sign-in links on the page to anyone, as
                         it does anyway when the server listens on a loopback address
   ACCORD_SYNC_LIMITS    off turns off the sync server's rates per connection and its cap on
