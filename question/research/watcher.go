@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -297,8 +298,8 @@ func (w *Watcher) postNotices(ctx context.Context, doc string) error {
 }
 
 // NoticeOf is the Chat notice a finding's status owes: research ready or
-// failed (quiet), an investigation finished or failed (quiet), or an ask
-// naming the asked member.
+// failed (quiet, with the reason the work gave), an investigation
+// finished or failed (quiet), or an ask naming the asked member.
 func NoticeOf(rec question.Record, f question.Finding) delivery.Notice {
 	q := ""
 	if len(rec.Definition.Questions) > 0 {
@@ -314,6 +315,9 @@ func NoticeOf(rec question.Record, f question.Finding) delivery.Notice {
 		n.Text = fmt.Sprintf("@%s asked @%s about “%s”", f.By, f.Ref, q)
 	case f.Status == question.FindingFailed:
 		n.Text, n.Quiet = fmt.Sprintf("%s for “%s” failed", what, q), true
+		if why := firstLine(f.Summary); why != "" {
+			n.Text += ": " + why
+		}
 	case f.Kind == question.FindingSpike:
 		n.Text = fmt.Sprintf("The investigation for “%s” finished", q)
 		if f.Branch != "" {
@@ -326,4 +330,17 @@ func NoticeOf(rec question.Record, f question.Finding) delivery.Notice {
 		}
 	}
 	return n
+}
+
+// maxNoticeReason bounds the reason a failure's notice quotes.
+const maxNoticeReason = 200
+
+// firstLine is the first line of s, trimmed and cut to maxNoticeReason
+// characters: a reason fit for one Chat line.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(strings.TrimSpace(s)); len(r) > maxNoticeReason {
+		return string(r[:maxNoticeReason-1]) + "…"
+	}
+	return strings.TrimSpace(s)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func TestASweepSettlesWhatAMissedEventLeft(t *testing.T) {
 	gone := r.explore(t, "gone", question.FindingResearch)
 	// The work ends; no event arrives.
 	r.host.set("plan", "spike", question.Work{Status: question.WorkFinished, Branch: "spike/reset"})
-	r.host.set("plan", "bad", question.Work{Status: question.WorkFailed})
+	r.host.set("plan", "bad", question.Work{Status: question.WorkFailed, Summary: "The search service timed out.\nTrace: …"})
 	r.host.mu.Lock()
 	delete(r.host.work, "plan/gone")
 	r.host.mu.Unlock()
@@ -175,6 +176,9 @@ func TestASweepSettlesWhatAMissedEventLeft(t *testing.T) {
 	for _, n := range r.chat.Notices("plan") {
 		if n.Quiet {
 			quiet++
+			if !strings.HasSuffix(n.Text, "failed: The search service timed out.") {
+				t.Errorf("the failed request's notice %q does not give its reason, in one line", n.Text)
+			}
 		}
 	}
 	if quiet != 1 {
