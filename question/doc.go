@@ -39,11 +39,23 @@
 //	res, err := a.Submit(ctx, who, []question.SubmitRequest{{ID: id, Heads: r.Heads()}})
 //
 //	// Reopen moves the answer into the history and starts a fresh draft
-//	// of the next generation.
-//	rec, err := a.Reopen(ctx, who, id, 0)
+//	// of the next generation; it names the generation the member saw
+//	// saved (0: the current one).
+//	reopened, err := a.Reopen(ctx, who, id, res[0].Record.Generation)
 //
 // Discard, AppendOption, AppendCriterion (with idempotency keys), SetWhy
 // and Expand follow the same pattern.
+//
+// # Resent requests
+//
+// A request whose reply was lost may come again. Each command knows its
+// own repeat by what the request carries and answers it as it did the
+// first time, changing nothing: Edit by changes the history holds
+// (Edited.Repeated), Submit by the same member's save of the same heads
+// (Submitted.Repeated), Reopen and SetWhy by the same member and
+// generation, Discard of a discarded decision (Applied.Repeated),
+// appends and Create by their keys. A request that never took effect is
+// decided as new, so nothing is reported refused that took effect.
 //
 // # Refusals
 //
