@@ -49,6 +49,13 @@
 // So a reconnecting client holds the accepted shared draft together with
 // its own offline edits once they are accepted (L11).
 //
+// A request whose connection was lost before its reply is sent again,
+// unchanged, on the next connection, and the server answers a request
+// that had already taken effect as it did (docs/PROTOCOL.md, "Outcomes of
+// a resent request"): the caller sees the outcome, never a guess. A save
+// claims the heads it was made with, a reopen or why the generation the
+// client showed saved. Only an ask fails with ErrDisconnected instead.
+//
 // A question:doc (or the Doc of a reset reply) whose history does not
 // contain the replica's accepted heads is a rebased document: the server
 // replaced the decision's history by a new one holding the same state.
