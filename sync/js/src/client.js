@@ -56,7 +56,7 @@ const A = R.A;
  * @typedef {{question: string, choices?: string[], text?: string, marks?: Record<string,string>}} QuestionAnswer
  * @typedef {{generation: number, answers: QuestionAnswer[], by: string, at: any}} Answer
  * @typedef {Answer & {why?: string, whyBy?: string, reopenedBy: string, reopenedAt: any}} HistoryEntry
- * @typedef {{id: string, key?: string, origin?: string, status: string, definition: Definition, generation?: number,
+ * @typedef {{id: string, key?: string, origin?: string, status: "open"|"settled"|"discarded", definition: Definition, generation?: number,
  *   answer?: Answer, why?: string, whyBy?: string, history?: HistoryEntry[], passage?: string[], createdBy?: string,
  *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
@@ -67,26 +67,35 @@ const A = R.A;
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
  *   stance?: "supports"|"objects", by: string, at?: any}} Finding
- * @typedef {{id: string, record: DecisionRecord, status: string, generation: number, questions: Record<string, R.QuestionDraft>,
+ * @typedef {{id: string, record: DecisionRecord, status: DecisionRecord["status"], generation: number, questions: Record<string, R.QuestionDraft>,
  *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
  * @typedef {import("./presence.js").PresenceState} PresenceState
  * @typedef {import("./presence.js").Peer} Peer
+ *
+ * Decision.known holds every hash that has been one of the replica's heads
+ * since it last took a whole document (or since its history was last all
+ * accepted; see settle). It stands in for automerge's hasHeads, which
+ * rebuilds changes and costs more the longer the history: the heads a
+ * server reports are always changes that were once the replica's heads (a
+ * change with a descendant on the server is no longer a head there), so
+ * "every reported head is known" says exactly what "the history holds
+ * every reported head" says, at the cost of a set lookup.
+ */
+
+/**
+ * A Client's options: doc, the document; member, the member signed in
+ * (names the stored drafts); url, the sync socket (default: the page's
+ * own /sync, see syncURL); token, sent as a bearer token where the
+ * WebSocket constructor takes headers; WebSocket, the constructor (default
+ * the global one; in Node, the ws package); storage and onStorageError,
+ * where drafts are kept and how a problem is reported; storeDelay (ms a
+ * write waits after changes from the server, default 150);
+ * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
+ * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
+ * wait before each redial, as the Go client's (see reconnectDelay).
  * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
  *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
  *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number, minBackoff?: number, maxBackoff?: number}} ClientOptions
- *
- * minBackoff and maxBackoff (ms) bound the wait before each redial, as the
- * Go client's Options.MinBackoff and MaxBackoff (defaults 50 and 5000):
- * see reconnectDelay.
- *
- * known holds every hash that has been one of the replica's heads since it
- * last took a whole document (or since its history was last all accepted;
- * see settle). It stands in for automerge's hasHeads, which rebuilds
- * changes and costs more the longer the history: the heads a server
- * reports are always changes that were once the replica's heads (a change
- * with a descendant on the server is no longer a head there), so "every
- * reported head is known" says exactly what "the history holds every
- * reported head" says, at the cost of a set lookup.
  */
 
 /**
@@ -215,7 +224,7 @@ export class Client {
     this.order = [];
     /** @type {Note|null} a message about the whole page */
     this.note = null;
-    /** @type {WebSocket|null} */
+    /** @private @type {WebSocket|null} */
     this.ws = null;
     /** redials since the backoff last restarted: the next waits reconnectDelay(attempts) */
     this.attempts = 0;
@@ -227,6 +236,7 @@ export class Client {
      * Requests awaiting their reply, by rid, with the frame sent: kept
      * across a lost connection and sent again, unchanged, once the next
      * one is welcomed (see lost).
+     * @private
      * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
      */
     this.pending = new Map();
@@ -235,6 +245,7 @@ export class Client {
     /**
      * Successful replies whose changes have not arrived yet, by rid: a
      * request resolves once the replica shows its effect (see reply).
+     * @private
      * @type {Map<string, {id: string, heads: string[], reply: any, p: {resolve: (m: any) => void, timer: any}}>}
      */
     this.arriving = new Map();
@@ -252,6 +263,7 @@ export class Client {
      * has passed since the last apply as that apply took (see
      * queueChanges), so that under load applying takes at most about half
      * the time and each call takes more changes.
+     * @private
      * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
     this.incoming = new Map();
@@ -583,6 +595,7 @@ export class Client {
    * Handles a decoded frame of ws in arrival order. A compressed document
    * (question:doc with deflated) inflates asynchronously; the frames after
    * it wait until it is handled.
+   * @private
    * @param {WebSocket} ws
    * @param {any} m
    */
@@ -616,7 +629,7 @@ export class Client {
     );
   }
 
-  /** @param {any} m */
+  /** @private @param {any} m */
   deliver(m) {
     // Presence changes no decision: it has listeners of its own.
     if (m && m.kind === "question:presence") {
@@ -698,6 +711,7 @@ export class Client {
    * next connection is welcomed: the server answers one that had already
    * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
    * request"), while a new ask could not be told from a resent one.
+   * @private
    * @param {string} reason
    * @param {boolean} [keep]
    */
@@ -717,9 +731,10 @@ export class Client {
    * reply (or closing as it is made) does not end the wait: the request
    * is sent again, unchanged, once the next one is welcomed (an ask
    * fails, see failPending).
+   * @private
    * @param {string} kind
    * @param {Record<string, any>} fields
-   * @returns {Promise<any>}
+   * @returns {Promise<any>} the reply (open: each kind has fields of its own)
    */
   request(kind, fields) {
     const rid = "r" + ++this.rid;
@@ -741,7 +756,7 @@ export class Client {
 
   // ---- frames from the server ----
 
-  /** @param {any} m */
+  /** @private @param {any} m */
   handle(m) {
     if (!m || typeof m.kind !== "string") return;
     if (m.kind === "question:changes") return this.queueChanges(m);

@@ -126,8 +126,8 @@ export class Client {
     order: string[];
     /** @type {Note|null} a message about the whole page */
     note: Note | null;
-    /** @type {WebSocket|null} */
-    ws: WebSocket | null;
+    /** @private @type {WebSocket|null} */
+    private ws;
     /** redials since the backoff last restarted: the next waits reconnectDelay(attempts) */
     attempts: number;
     /** when this connection's welcome came (now()) */
@@ -138,29 +138,19 @@ export class Client {
      * Requests awaiting their reply, by rid, with the frame sent: kept
      * across a lost connection and sent again, unchanged, once the next
      * one is welcomed (see lost).
+     * @private
      * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
      */
-    pending: Map<string, {
-        resolve: (m: any) => void;
-        timer: any;
-        m: any;
-    }>;
+    private pending;
     /** edits refused with a reset so far (Decision.reset), which flush reports */
     resets: number;
     /**
      * Successful replies whose changes have not arrived yet, by rid: a
      * request resolves once the replica shows its effect (see reply).
+     * @private
      * @type {Map<string, {id: string, heads: string[], reply: any, p: {resolve: (m: any) => void, timer: any}}>}
      */
-    arriving: Map<string, {
-        id: string;
-        heads: string[];
-        reply: any;
-        p: {
-            resolve: (m: any) => void;
-            timer: any;
-        };
-    }>;
+    private arriving;
     /** @type {Map<string, string>} idempotency keys of appends awaiting a definite answer */
     appendKeys: Map<string, string>;
     /** @type {Set<() => void>} */
@@ -175,14 +165,10 @@ export class Client {
      * has passed since the last apply as that apply took (see
      * queueChanges), so that under load applying takes at most about half
      * the time and each call takes more changes.
+     * @private
      * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
-    incoming: Map<string, {
-        parts: Uint8Array[];
-        heads: string[];
-        cells: any[];
-        ws: any;
-    }>;
+    private incoming;
     /** when the last apply of queued changes ended, and how long it took (ms) */
     applied: {
         end: number;
@@ -256,12 +242,13 @@ export class Client {
      * Handles a decoded frame of ws in arrival order. A compressed document
      * (question:doc with deflated) inflates asynchronously; the frames after
      * it wait until it is handled.
+     * @private
      * @param {WebSocket} ws
      * @param {any} m
      */
-    receive(ws: WebSocket, m: any): void;
-    /** @param {any} m */
-    deliver(m: any): void;
+    private receive;
+    /** @private @param {any} m */
+    private deliver;
     /**
      * The connection is gone: fail an ask that waits for its reply (the
      * others are sent again on the next connection) and redial after the
@@ -285,10 +272,11 @@ export class Client {
      * next connection is welcomed: the server answers one that had already
      * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
      * request"), while a new ask could not be told from a resent one.
+     * @private
      * @param {string} reason
      * @param {boolean} [keep]
      */
-    failPending(reason: string, keep?: boolean): void;
+    private failPending;
     /**
      * Sends a request and waits for its reply, at most requestTimeout (never
      * rejects: no connection when it is made, or a timeout, is a refusal
@@ -296,13 +284,14 @@ export class Client {
      * reply (or closing as it is made) does not end the wait: the request
      * is sent again, unchanged, once the next one is welcomed (an ask
      * fails, see failPending).
+     * @private
      * @param {string} kind
      * @param {Record<string, any>} fields
-     * @returns {Promise<any>}
+     * @returns {Promise<any>} the reply (open: each kind has fields of its own)
      */
-    request(kind: string, fields: Record<string, any>): Promise<any>;
-    /** @param {any} m */
-    handle(m: any): void;
+    private request;
+    /** @private @param {any} m */
+    private handle;
     /**
      * @param {string} id
      * @returns {Decision}
@@ -733,7 +722,7 @@ export type DecisionRecord = {
     id: string;
     key?: string;
     origin?: string;
-    status: string;
+    status: "open" | "settled" | "discarded";
     definition: Definition;
     generation?: number;
     answer?: Answer;
@@ -795,7 +784,7 @@ export type Finding = {
 export type DecisionState = {
     id: string;
     record: DecisionRecord;
-    status: string;
+    status: DecisionRecord["status"];
     generation: number;
     questions: Record<string, R.QuestionDraft>;
     ready: boolean;
@@ -806,20 +795,28 @@ export type DecisionState = {
     busy: string;
 };
 export type PresenceState = import("./presence.js").PresenceState;
+/**
+ * Decision.known holds every hash that has been one of the replica's heads
+ * since it last took a whole document (or since its history was last all
+ * accepted; see settle). It stands in for automerge's hasHeads, which
+ * rebuilds changes and costs more the longer the history: the heads a
+ * server reports are always changes that were once the replica's heads (a
+ * change with a descendant on the server is no longer a head there), so
+ * "every reported head is known" says exactly what "the history holds
+ * every reported head" says, at the cost of a set lookup.
+ */
 export type Peer = import("./presence.js").Peer;
 /**
- * minBackoff and maxBackoff (ms) bound the wait before each redial, as the
- * Go client's Options.MinBackoff and MaxBackoff (defaults 50 and 5000):
- * see reconnectDelay.
- *
- * known holds every hash that has been one of the replica's heads since it
- * last took a whole document (or since its history was last all accepted;
- * see settle). It stands in for automerge's hasHeads, which rebuilds
- * changes and costs more the longer the history: the heads a server
- * reports are always changes that were once the replica's heads (a change
- * with a descendant on the server is no longer a head there), so "every
- * reported head is known" says exactly what "the history holds every
- * reported head" says, at the cost of a set lookup.
+ * A Client's options: doc, the document; member, the member signed in
+ * (names the stored drafts); url, the sync socket (default: the page's
+ * own /sync, see syncURL); token, sent as a bearer token where the
+ * WebSocket constructor takes headers; WebSocket, the constructor (default
+ * the global one; in Node, the ws package); storage and onStorageError,
+ * where drafts are kept and how a problem is reported; storeDelay (ms a
+ * write waits after changes from the server, default 150);
+ * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
+ * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
+ * wait before each redial, as the Go client's (see reconnectDelay).
  */
 export type ClientOptions = {
     doc: string;
