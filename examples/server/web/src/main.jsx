@@ -181,11 +181,14 @@ function useSessionWatch(c, login, changed) {
         checking = false;
       }
     };
+    // A connection the server refused (a session that ended) is checked
+    // at once; one that keeps failing to come back, every few seconds.
+    const lost = () => c.conn === "reconnecting" || c.conn === "unreachable" || c.conn === "refused";
     const off = c.subscribe(() => {
-      if (c.conn === "reconnecting" && Date.now() - last > 2000) check();
+      if (lost() && (c.conn === "refused" || Date.now() - last > 2000)) check();
     });
     const timer = setInterval(() => {
-      if (c.conn === "reconnecting") check();
+      if (lost()) check();
     }, 5000);
     const bc = "BroadcastChannel" in window ? new BroadcastChannel(SESSION_CHANNEL) : null;
     if (bc) bc.onmessage = () => check();
@@ -429,9 +432,15 @@ function App({ session, me, onSessionChanged }) {
               You are viewing as {me?.name || display(member)}, who can read this plan but not change it.
             </p>
           )}
-          {conn === "reconnecting" && (
+          {(conn === "reconnecting" || conn === "unreachable") && (
             <p class="banner warn" data-testid="reconnecting-banner">
-              Reconnecting… your edits stay here and are sent when the connection is back.
+              {conn === "unreachable" ? "The server is not reachable; retrying…" : "Reconnecting…"} your edits stay here and are sent when the
+              connection is back.
+            </p>
+          )}
+          {conn === "refused" && (
+            <p class="banner warn" data-testid="refused-banner">
+              The server refused this page's connection: {c?.refused?.message || "no reason given"}. Reload the page to try again.
             </p>
           )}
           <div class="banner info dismissable" role="status" aria-live="polite" data-testid="app-message" hidden={!pageNote && !c?.note}>
@@ -500,7 +509,10 @@ function App({ session, me, onSessionChanged }) {
 
 /** @param {{conn: string}} props */
 function ConnectionPill({ conn }) {
-  const text = { open: "Connected", connecting: "Connecting…", reconnecting: "Reconnecting…", closed: "Disconnected" }[conn] || conn;
+  const text =
+    { open: "Connected", connecting: "Connecting…", reconnecting: "Reconnecting…", unreachable: "Unreachable", refused: "Refused", closed: "Disconnected" }[
+      conn
+    ] || conn;
   return (
     <span class={`conn ${conn}`} data-testid="connection-status" data-state={conn} role="status" aria-live="polite">
       <span class="dot" aria-hidden="true" />
