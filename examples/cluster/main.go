@@ -110,7 +110,11 @@ func run() error {
 	}
 	all := strings.Join(natsURLs, ",")
 	if !*bare && !*demo {
-		return runPages(ctx, *data, all, *level)
+		var addrs []string
+		for i := range nodes {
+			addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(8081+i))
+		}
+		return runPages(ctx, pagesOptions{Data: *data, NATS: all, Level: *level, Addrs: addrs, Out: os.Stdout})
 	}
 	for i := range nodes {
 		n, err := startNode(ctx, i+1, ns[i].ClientURL(), log)

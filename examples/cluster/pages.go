@@ -16,20 +16,34 @@ import (
 	"time"
 )
 
+// pagesOptions configure runPages.
+type pagesOptions struct {
+	Data, NATS, Level string // the data folder, the NATS URLs, the nodes' log level
+	Addrs             []string
+	Out               io.Writer
+	// BuildFlags go to the build of ./server (a test built with -race
+	// builds it so too, from the same cached packages).
+	BuildFlags []string
+}
+
 // runPages builds the example server and runs it as three nodes of the
 // NATS cluster at natsURLs (the page, its API, MCP and sync endpoint on
 // each), one process each, until ctx ends; then it stops them as an
 // operator would (SIGTERM: each hands its documents off). Every line a
 // node prints (its page's address and sign-in links) is shown prefixed
 // with the node's name.
-func runPages(ctx context.Context, data, natsURLs, level string) error {
+//
+// The nodes listen on o.Addrs (one each) and everything is printed to
+// o.Out.
+func runPages(ctx context.Context, o pagesOptions) error {
+	data, natsURLs, level, addrs, out := o.Data, o.NATS, o.Level, o.Addrs, o.Out
 	if _, err := os.Stat(filepath.Join("server", "main.go")); err != nil {
 		return errors.New("run it from the examples folder (it builds ./server), or use -bare")
 	}
 	bin := filepath.Join(data, "accord-server")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	fmt.Println("building ./server ...")
+	build := exec.CommandContext(ctx, "go", append(append([]string{"build"}, o.BuildFlags...), "-o", bin, "./server")...)
+	build.Stdout, build.Stderr = out, out
+	fmt.Fprintln(out, "building ./server ...")
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build ./server: %w", err)
 	}
@@ -38,7 +52,7 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 	// so a link or token any node prints is good on all of them.
 	var (
 		wg    sync.WaitGroup
-		out   sync.Mutex // one node's line at a time
+		lines sync.Mutex // one node's line at a time
 		procs []*exec.Cmd
 	)
 	defer func() {
@@ -56,19 +70,16 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 			<-done
 		}
 	}()
-	show := func(name string, r io.Reader, w io.Writer) {
+	show := func(name string, r io.Reader) {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			out.Lock()
-			fmt.Fprintf(w, "%s | %s\n", name, sc.Text())
-			out.Unlock()
+			lines.Lock()
+			fmt.Fprintf(out, "%s | %s\n", name, sc.Text())
+			lines.Unlock()
 		}
 	}
-	var addrs []string
-	for i := range nodes {
+	for i, addr := range addrs {
 		name := "node-" + strconv.Itoa(i+1)
-		addr := "127.0.0.1:" + strconv.Itoa(8081+i)
-		addrs = append(addrs, addr)
 		cmd := exec.Command(bin, "-addr", addr, "-data", filepath.Join(data, name), "-node", name, "-nats", natsURLs, "-log", level)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -83,14 +94,14 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 		}
 		procs = append(procs, cmd)
 		var pipes sync.WaitGroup
-		pipes.Go(func() { show(name, stdout, os.Stdout) })
-		pipes.Go(func() { show(name, stderr, os.Stderr) })
+		pipes.Go(func() { show(name, stdout) })
+		pipes.Go(func() { show(name, stderr) })
 		wg.Go(func() {
 			pipes.Wait() // Wait closes the pipes: read them to the end first
 			err := cmd.Wait()
-			out.Lock()
-			fmt.Fprintf(os.Stderr, "%s | exited: %v\n", name, err)
-			out.Unlock()
+			lines.Lock()
+			fmt.Fprintf(out, "%s | exited: %v\n", name, err)
+			lines.Unlock()
 		})
 	}
 	// What to do next is said once every node has printed its page and
@@ -98,8 +109,8 @@ func runPages(ctx context.Context, data, natsURLs, level string) error {
 	if err := untilServing(ctx, addrs); err != nil {
 		return err
 	}
-	out.Lock()
-	fmt.Printf(`
+	lines.Lock()
+	fmt.Fprintf(out, `
 Three nodes of the example's page share one JetStream cluster (NATS %s).
 Open two of the pages above, in two browsers, each with a sign-in link a
 node printed (any node's link and MCP token work on every node): both
@@ -110,7 +121,7 @@ the others take over once its lease expires (-lease-ttl).
 See docs/OPERATIONS.md and docs/SCALING.md. Ctrl-C stops everything.
 
 `, natsURLs)
-	out.Unlock()
+	lines.Unlock()
 	// A node killed to watch a failover leaves the others running.
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
