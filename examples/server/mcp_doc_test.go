@@ -7,7 +7,6 @@ package main
 // ?member=, a route that needs a token sent without one) fails the test.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/accord-crdt/accord/examples/internal/docblock"
 )
 
 // docHost is the address the docs' commands name.
@@ -35,23 +36,19 @@ type docLine struct {
 // and each split into words as the shell does. $NAME and ${NAME} are
 // kept for expand; single quotes keep a $ as it is.
 func shellBlocks(md []byte) ([]docLine, error) {
+	blocks, err := docblock.Blocks(md)
+	if err != nil {
+		return nil, err
+	}
 	var out []docLine
-	rest := md
-	for {
-		_, after, ok := bytes.Cut(rest, []byte("\n```sh\n"))
-		if !ok {
-			return out, nil
+	for _, b := range blocks {
+		if b.Info != "sh" {
+			continue
 		}
-		body, next, ok := bytes.Cut(after, []byte("\n```\n"))
-		if !ok {
-			return nil, errors.New("a ```sh block is not closed")
-		}
-		rest = next
-		joined := strings.ReplaceAll(string(body)+"\n", "\\\n", " ")
-		for line := range strings.Lines(joined) {
-			words, err := shellWords(line)
+		for _, line := range docblock.Commands(b.Body) {
+			words, err := docblock.Words(line)
 			if err != nil {
-				return nil, fmt.Errorf("%q: %w", strings.TrimSpace(line), err)
+				return nil, fmt.Errorf("%q: %w", line, err)
 			}
 			switch {
 			case len(words) == 0:
@@ -63,50 +60,13 @@ func shellBlocks(md []byte) ([]docLine, error) {
 			}
 		}
 	}
+	return out, nil
 }
 
 var (
 	assignment = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 	variable   = regexp.MustCompile(`\$(?:\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))`)
 )
-
-// shellWords splits line into words: blanks separate them, quotes join,
-// and a # starting a word begins a comment. Inside single quotes a $ is
-// escaped as $$ so that expand leaves it alone.
-func shellWords(line string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	in, quote := false, rune(0)
-	for _, r := range line {
-		switch {
-		case quote == '\'' && r == '\'', quote == '"' && r == '"':
-			quote = 0
-		case quote == '\'' && r == '$':
-			w.WriteString("$$")
-		case quote != 0:
-			w.WriteRune(r)
-		case r == '\'' || r == '"':
-			quote, in = r, true
-		case r == ' ' || r == '\t' || r == '\n':
-			if in {
-				words, in = append(words, w.String()), false
-				w.Reset()
-			}
-		case r == '#' && !in:
-			return words, nil
-		default:
-			w.WriteRune(r)
-			in = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("a quote is not closed")
-	}
-	if in {
-		words = append(words, w.String())
-	}
-	return words, nil
-}
 
 // expand replaces $NAME and ${NAME} in word with vars, failing on a
 // name the doc never assigned.
@@ -224,7 +184,7 @@ func TestCurlRequest(t *testing.T) {
 		{`curl -fsS`, "", "", "", "names no URL"},
 		{`wget http://h/a`, "", "", "", "not a curl command"},
 	} {
-		words, err := shellWords(tc.cmd)
+		words, err := docblock.Words(tc.cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
