@@ -49,7 +49,7 @@ func TestBrowserClosedTabKeepsDraft(t *testing.T) {
 
 	// Offline: the server stops; Ana types an answer and marks a cell.
 	srv.stop()
-	first.waitFor("the page to show Reconnecting…", `$("connection-status").dataset.state === "reconnecting"`)
+	first.waitFor("the page to show Reconnecting…", `["reconnecting", "unreachable"].includes($("connection-status").dataset.state)`)
 	text := "Typed while offline, then the tab was closed."
 	first.typeInto(answer, text)
 	first.choose(cell, "partly")

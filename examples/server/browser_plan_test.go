@@ -328,7 +328,7 @@ func TestBrowserPlanEditSurvivesRestart(t *testing.T) {
 	getJSON(t, srv.url("/api/plan?member=rita"), &before)
 
 	srv.stop()
-	ana.waitFor("the page to see the server go", `$("connection-status").dataset.state === "reconnecting"`)
+	ana.waitFor("the page to see the server go", `["reconnecting", "unreachable"].includes($("connection-status").dataset.state)`)
 	srv = startServer(t, srv.dir, srv.addr)
 	var after planView
 	getJSON(t, srv.url("/api/plan?member=rita"), &after)

@@ -407,7 +407,7 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 	eventually(t, "the failure's notice", func() (bool, string) {
 		texts := srv.chatTexts()
 		for _, s := range texts {
-			if s == "Research for “What should we tell existing users?” failed" {
+			if strings.HasPrefix(s, "Research for “What should we tell existing users?” failed: The demo's research service turned this request down") {
 				return true, ""
 			}
 		}

@@ -284,7 +284,7 @@ func TestBrowserServerRestartReconnects(t *testing.T) {
 	acked := ana.cells(rec, q)
 
 	srv.stop()
-	ana.waitFor("the page to show Reconnecting…", `$("connection-status").dataset.state === "reconnecting"
+	ana.waitFor("the page to show Reconnecting…", `["reconnecting", "unreachable"].includes($("connection-status").dataset.state)
 		&& $("connection-status").textContent.includes("Reconnecting…") && !!$("reconnecting-banner")`)
 	// Edits keep working while the connection is down; Save says why it
 	// cannot save yet.

@@ -510,7 +510,7 @@ function App({ session, me, onSessionChanged }) {
 /** @param {{conn: string}} props */
 function ConnectionPill({ conn }) {
   const text =
-    { open: "Connected", connecting: "Connecting…", reconnecting: "Reconnecting…", unreachable: "Unreachable", refused: "Refused", closed: "Disconnected" }[
+    { open: "Connected", connecting: "Connecting…", reconnecting: "Reconnecting…", unreachable: "Reconnecting…", refused: "Refused", closed: "Disconnected" }[
       conn
     ] || conn;
   return (
