@@ -324,9 +324,17 @@ func (r *blockRun) log(t *testing.T, i int) string {
 func (w *work) runBlock(t *testing.T, spec runSpec, b docBlock) {
 	if spec.needs != "" {
 		if _, err := exec.LookPath(spec.needs); err != nil {
-			t.Skipf("%s is not installed (Debian's package of that name): %s is not run here", spec.needs, b)
+			t.Skipf("%s is not on PATH (apt-get install %s): %s is not run here", spec.needs, spec.needs, b)
 		}
 	}
+	// A block that fails leaves its servers running: stop them before
+	// the next block starts.
+	mark := len(w.live)
+	t.Cleanup(func() {
+		for _, g := range slices.Backward(slices.Clone(w.live[min(mark, len(w.live)):])) {
+			w.stop(t, g)
+		}
+	})
 	blockTmp := t.TempDir()
 	body := b.Body
 	if len(spec.paths) > 0 {
@@ -346,7 +354,7 @@ func (w *work) runBlock(t *testing.T, spec runSpec, b docBlock) {
 	data := filepath.Join(w.repo, "examples", "server", "data") // where make run keeps it
 	if spec.keepData {
 		if _, err := os.Stat(filepath.Join(data, "accord.db")); err != nil {
-			t.Skipf("%s works on the data the block before left, and there is none: %v", b, err)
+			t.Skipf("%s works on the data the block before it left, and that block did not run: %v", b, err)
 		}
 	} else if err := os.RemoveAll(data); err != nil {
 		t.Fatal(err)
@@ -385,9 +393,12 @@ func (w *work) runBlock(t *testing.T, spec runSpec, b docBlock) {
 		for _, g := range slices.Backward(groups) {
 			w.stop(t, g)
 		}
-		for _, s := range servers {
+		for i, s := range servers {
 			if !free(s.addr) {
 				t.Fatalf("%s, run %d: %s is still held after its server stopped", b, n, s.addr)
+			}
+			if out := r.log(t, i); s.kind == "http" && !strings.Contains(out, `msg="shutting down"`) {
+				t.Fatalf("%s, run %d: the server on %s did not shut down on SIGTERM:\n%s", b, n, s.addr, out)
 			}
 		}
 	}
@@ -406,7 +417,7 @@ func (w *work) runScript(script, dir string, env []string, logs string) ([]int, 
 		return nil, "", err
 	}
 	defer out.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", path)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, out, out
@@ -468,10 +479,9 @@ func free(addr string) bool {
 // prelude starts every script: a command that fails fails the block, and
 // __docs_wait waits until a server started in the background serves.
 const prelude = `set -eo pipefail
-set -m # each server in a process group of its own, stopped as one
 __docs_wait() { # log kind addr pid
 	local i status host=${3%:*} port=${3##*:}
-	for ((i = 0; i < 1800; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		if ! kill -0 "$4" 2>/dev/null; then
 			printf 'docs: the server stopped before it served on %s; its output:\n' "$3" >&2
 			cat "$1" >&2
@@ -485,7 +495,7 @@ __docs_wait() { # log kind addr pid
 		fi
 		sleep 0.1
 	done
-	printf 'docs: nothing served on %s within 180 s; its output:\n' "$3" >&2
+	printf 'docs: nothing served on %s within 120 s; its output:\n' "$3" >&2
 	cat "$1" >&2
 	return 1
 }
@@ -525,7 +535,10 @@ func shellScript(body string) (string, []server, error) {
 		n := len(servers)
 		servers = append(servers, s)
 		fmt.Fprintf(&sb, "printf '%%s\\n' %s >&2\n", shellQuote("+ "+trimmed+"   (in the background, until it serves on "+s.addr+")"))
-		fmt.Fprintf(&sb, "{ %s\n} >@LOGS@/server%d.log 2>&1 &\n", line, n)
+		// set -m: the server in a process group of its own, stopped as
+		// one; the other commands stay in the script's, which a timeout
+		// kills.
+		fmt.Fprintf(&sb, "set -m\n{ %s\n} >@LOGS@/server%d.log 2>&1 &\nset +m\n", line, n)
 		fmt.Fprintf(&sb, "echo $! >>@LOGS@/pids\n")
 		fmt.Fprintf(&sb, "__docs_wait @LOGS@/server%d.log %s %s $!\n", n, s.kind, s.addr)
 	}
@@ -693,5 +706,45 @@ func checkBenchCopy(t *testing.T, w *work, r *blockRun) {
 	}
 	if !regexp.MustCompile(`(?m)^import .*@msgpack/msgpack.*\nimport WebSocket from "ws";$`).Match(b) {
 		t.Fatal(`client.js has no import WebSocket from "ws" after its msgpack import: the sed found no line to add it to`)
+	}
+}
+
+func TestShellScript(t *testing.T) {
+	for _, tc := range []struct{ line, kind, addr string }{
+		{"make run", "http", "127.0.0.1:8080"},
+		{"ACCORD_ADDR=127.0.0.1:9000 make run   # a comment", "http", "127.0.0.1:9000"},
+		{"go run ./server -addr 0.0.0.0:8081 -node a", "http", "127.0.0.1:8081"},
+		{"go run ./server -addr=127.0.0.1:8082", "http", "127.0.0.1:8082"},
+		{"nats-server -js -sd /tmp/x", "tcp", "127.0.0.1:4222"},
+		{"nats-server -js -p 4333", "tcp", "127.0.0.1:4333"},
+		{"ACCORD_ADMIN_TOKEN=$(openssl rand -hex 32) make run", "http", "127.0.0.1:8080"},
+		{"go run ./load", "", ""},
+		{"curl -fsS http://127.0.0.1:8080/healthz", "", ""},
+	} {
+		words, err := docblock.Words(tc.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := serverOf(words)
+		if ok != (tc.kind != "") || s.kind != tc.kind || s.addr != tc.addr {
+			t.Errorf("serverOf(%s) = %+v, %v; want %s %s", tc.line, s, ok, tc.kind, tc.addr)
+		}
+	}
+	script, servers, err := shellScript("export T=1\nmake run   # keeps running\n\ncurl -fsS \\\n  http://127.0.0.1:8080/x\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) != 1 {
+		t.Fatalf("servers %v, want make run's", servers)
+	}
+	for _, want := range []string{
+		"\nexport T=1\n",
+		"set -m\n{ make run   # keeps running\n} >@LOGS@/server0.log 2>&1 &\nset +m\n",
+		"__docs_wait @LOGS@/server0.log http 127.0.0.1:8080 $!\n",
+		"\ncurl -fsS \\\n  http://127.0.0.1:8080/x\n",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the script has no %q:\n%s", want, script)
+		}
 	}
 }

@@ -81,19 +81,34 @@ func Commands(body string) []string {
 }
 
 // Words splits a command line into words: blanks separate them, quotes
-// join, and a # starting a word begins a comment. Inside single quotes a
-// $ is kept as $$, so that a caller expanding $NAME itself can tell the
-// shell's variables from a literal dollar.
+// join, a command substitution $(…) stays within its word as written, and
+// a # starting a word begins a comment. Inside single quotes a $ is kept
+// as $$, so that a caller expanding $NAME itself can tell the shell's
+// variables from a literal dollar.
 func Words(line string) ([]string, error) {
 	var words []string
 	var w strings.Builder
-	in, quote := false, rune(0)
-	for _, r := range line {
+	in, quote, depth := false, rune(0), 0
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
 		switch {
+		case depth > 0: // inside $(…), kept as written
+			w.WriteRune(r)
+			switch r {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
 		case quote == '\'' && r == '\'', quote == '"' && r == '"':
 			quote = 0
 		case quote == '\'' && r == '$':
 			w.WriteString("$$")
+		case quote == 0 && r == '$' && i+1 < len(rs) && rs[i+1] == '(':
+			w.WriteString("$(")
+			i++
+			depth, in = 1, true
 		case quote != 0:
 			w.WriteRune(r)
 		case r == '\'' || r == '"':
@@ -112,6 +127,9 @@ func Words(line string) ([]string, error) {
 	}
 	if quote != 0 {
 		return nil, errors.New("a quote is not closed")
+	}
+	if depth != 0 {
+		return nil, errors.New("a $( is not closed")
 	}
 	if in {
 		words = append(words, w.String())

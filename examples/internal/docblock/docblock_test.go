@@ -33,6 +33,8 @@ func TestWords(t *testing.T) {
 		{`A=1 go run ./server -addr 127.0.0.1:8081 # a comment`, `["A=1" "go" "run" "./server" "-addr" "127.0.0.1:8081"]`},
 		{`curl -H "Authorization: Bearer $T" 'http://h/a?x=$Y'`, `["curl" "-H" "Authorization: Bearer $T" "http://h/a?x=$$Y"]`},
 		{`echo a#b`, `["echo" "a#b"]`},
+		{`T=$(openssl rand -hex 32) make run`, `["T=$(openssl rand -hex 32)" "make" "run"]`},
+		{`curl -o "accord-$(date -u +%Y).db" x`, `["curl" "-o" "accord-$(date -u +%Y).db" "x"]`},
 	} {
 		w, err := Words(tc.in)
 		if err != nil || fmt.Sprintf("%q", w) != tc.want {
@@ -41,5 +43,8 @@ func TestWords(t *testing.T) {
 	}
 	if _, err := Words(`echo "open`); err == nil {
 		t.Error("an open quote is not an error")
+	}
+	if _, err := Words(`echo $(date`); err == nil {
+		t.Error("an open $( is not an error")
 	}
 }
