@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -29,6 +30,7 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		return nil, err
 	}
 	r := &request{ctx: ctx, rid: rid, data: b, reply: make(chan result, 1)}
+	refusals := 0 // unavailable refusals of the resent request
 	for resent := false; ; resent = true {
 		select {
 		case c.out <- r:
@@ -48,7 +50,20 @@ func (c *Client) do(ctx context.Context, rid string, m wire.Message) (*wire.Repl
 		// commit is refused for it. Sent again, the request is decided on
 		// the document as it then is, and answered as it took effect.
 		if resent && unavailable(err) {
-			continue
+			// Paced like a redial: a store that stays down is not
+			// asked again and again at the speed of its refusals.
+			t := time.NewTimer(c.backoff(refusals))
+			refusals++
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return res, err
+			case <-c.ctx.Done():
+				t.Stop()
+				return nil, ErrClosed
+			}
 		}
 		return res, err
 	}
