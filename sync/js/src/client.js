@@ -237,7 +237,7 @@ export class Client {
      * across a lost connection and sent again, unchanged, once the next
      * one is welcomed (see lost).
      * @private
-     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
+     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any, resent: boolean, refusals: number}>}
      */
     this.pending = new Map();
     /** edits refused with a reset so far (Decision.reset), which flush reports */
@@ -750,7 +750,7 @@ export class Client {
         resolve({ kind, rid, ok: false, reason: "timeout" });
         this.notify();
       }, this.requestTimeout);
-      this.pending.set(rid, { resolve, timer, m });
+      this.pending.set(rid, { resolve, timer, m, resent: false, refusals: 0 });
     });
   }
 
@@ -780,7 +780,10 @@ export class Client {
         for (const r of m.records || []) this.adoptRecord(r);
         this.dropUnnamed(m.records || []);
         // Requests whose reply the last connection lost, as they were sent.
-        for (const p of this.pending.values()) this.send(p.m);
+        for (const p of this.pending.values()) {
+          p.resent = true;
+          this.send(p.m);
+        }
         this.presenceOut.resume();
         return;
       case "question:doc":
@@ -1049,6 +1052,14 @@ export class Client {
     }
     const p = this.pending.get(m.rid);
     if (!p) return;
+    // A resent request refused as unavailable applied nothing this time,
+    // which says nothing of its first send: in a cluster that one's write
+    // may land after the resend was decided. Sent again (paced like a
+    // redial), it is answered as it took effect.
+    if (p.resent && !m.ok && m.reason === "unavailable") {
+      setTimeout(() => this.pending.get(m.rid) === p && this.send(p.m), reconnectDelay(p.refusals++, this));
+      return;
+    }
     this.pending.delete(m.rid);
     // Ready when it resolves: a reply naming heads (a reopen's fresh
     // draft, an appended option or criterion) resolves once the replica

@@ -14,7 +14,7 @@ import { decode, encode } from "@msgpack/msgpack";
 import WebSocket from "ws";
 import { Client, RefusedError, automerge } from "../src/index.js";
 import * as R from "../src/replica.js";
-import { DEFINITION, TestServer, docName } from "./helpers.mjs";
+import { DEFINITION, TestServer, docName, eventually } from "./helpers.mjs";
 
 /** @type {TestServer} */
 let server;
@@ -627,6 +627,72 @@ test("an edit answered ok with repeated is accepted like any other", async () =>
     assert.equal(st?.unsent, false);
     assert.equal(st?.note, null);
     assert.equal(st?.questions.why?.text, "Sent before the connection dropped.");
+  } finally {
+    c.stop();
+  }
+});
+
+test("a resent request refused as unavailable is sent again, and settles with the repeat's outcome", async () => {
+  /** @type {any[]} */
+  const sent = [];
+  /** @type {any} */
+  let sock = null;
+  class Fake {
+    /** @param {string} _url */
+    constructor(_url) {
+      sock = this;
+      this.readyState = 0;
+      /** @type {any} */ this.onopen = null;
+      /** @type {any} */ this.onmessage = null;
+      /** @type {any} */ this.onclose = null;
+      /** @type {any} */ this.onerror = null;
+      queueMicrotask(() => {
+        this.readyState = 1;
+        this.onopen?.();
+      });
+    }
+
+    /** @param {Uint8Array} data */
+    send(data) {
+      sent.push(decode(data));
+    }
+
+    close() {
+      this.readyState = 3;
+      this.onclose?.({ code: 1000 });
+    }
+  }
+  const frame = (/** @type {any} */ m) => sock.onmessage({ data: encode(m) });
+  const welcome = () => frame({ kind: "welcome", member: "ana", write: true, records: [record] });
+  const record = { id: "q1", status: "open", generation: 1, definition: { questions: [{ id: "why", question: "Why?", response: "text" }] } };
+  const c = new Client({ doc: "d", member: "ana", url: "ws://fake/sync", WebSocket: Fake, minBackoff: 5, maxBackoff: 20 });
+  c.start();
+  try {
+    await eventually(() => sent.some((m) => m.kind === "hello"), "the hello");
+    welcome();
+    const doc = R.create([{ id: "why", written: true }]);
+    frame({ kind: "question:doc", id: "q1", doc: automerge.save(doc), heads: R.heads(doc) });
+    await c.ready(5000);
+    const discarded = c.discard("q1");
+    await eventually(() => sent.some((m) => m.kind === "question:discard"), "the discard");
+    // The connection drops before the reply; the next one is welcomed and
+    // the discard goes out again, unchanged.
+    const first = sent.length;
+    sock.close();
+    await eventually(() => sent.slice(first).some((m) => m.kind === "hello"), "the redial's hello");
+    welcome();
+    await eventually(() => sent.slice(first).some((m) => m.kind === "question:discard"), "the resent discard");
+    const resent = sent.slice(first).find((m) => m.kind === "question:discard");
+    // Its commit fails (the first send's write, landing late, fenced it).
+    const refusedAt = sent.length;
+    frame({ kind: "question:discard", rid: resent.rid, id: "q1", ok: false, reason: "unavailable", message: "the change could not be saved" });
+    // Sending is no change of the client's state: poll for it.
+    await eventually(() => sent.slice(refusedAt).some((m) => m.kind === "question:discard"), "the discard sent once more");
+    const again = sent.slice(refusedAt).find((m) => m.kind === "question:discard");
+    assert.deepEqual(again, resent, "the request went out again unchanged");
+    frame({ kind: "question:discard", rid: again.rid, id: "q1", ok: true, repeated: true, record: { ...record, status: "discarded", discardedBy: "ana" } });
+    await discarded;
+    assert.equal(c.state("q1")?.status, "discarded");
   } finally {
     c.stop();
   }

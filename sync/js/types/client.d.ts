@@ -139,7 +139,7 @@ export class Client {
      * across a lost connection and sent again, unchanged, once the next
      * one is welcomed (see lost).
      * @private
-     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any}>}
+     * @type {Map<string, {resolve: (m: any) => void, timer: any, m: any, resent: boolean, refusals: number}>}
      */
     private pending;
     /** edits refused with a reset so far (Decision.reset), which flush reports */
