@@ -1,9 +1,10 @@
 // Package crdt holds one decision as a CRDT document: the shapes of its
 // questions, the options and criteria appended to them (with the
 // idempotency map of appends), and the shared working answer (the draft) of
-// every settle generation. It is the only package that imports automerge-go,
-// and the only cgo in the module; everything it returns is typed and
-// checked.
+// every settle generation. It is the only package that imports automerge-go
+// (through cgo; internal/cmem, which reads the C allocator's figures for
+// benchmarks, is the module's only other cgo); everything it returns is
+// typed and checked.
 //
 // A document holds:
 //

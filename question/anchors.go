@@ -197,8 +197,8 @@ func (a *Authority) DropPassages(ctx context.Context, ids []string, note string)
 			// Handed to a turn that left the passage to the write-up, or
 			// claimed by one that may have (its content was fixed at the
 			// claim): the row leaves that turn and waits for one of its
-			// own. Marking the claimed turn delivered no longer deletes
-			// it, and a restarted claimed turn no longer carries it.
+			// own: marking the claimed turn delivered leaves it be, and a
+			// restarted claimed turn does not carry it.
 			t.putRow(id, &AnswerRow{Decision: id, Generation: ans.Generation, By: ans.By, SavedAt: ans.At, State: RowWaiting})
 		}
 	}

@@ -153,12 +153,12 @@ func answer(n int, seed int) string {
 	return b.String()[:n]
 }
 
-// TestLongWrittenAnswerKeepsLoading is issue 9's reproducer: a written
-// answer replaced ten times with ~99,000 characters (accepted edit by
-// edit) used to make the whole document unloadable ("more than 1048576
-// operations"). Now the authority rebases the decision's document as its
-// history grows, every edit is accepted, dozens of small ones follow, and
-// the store opens again after a restart with the same draft.
+// TestLongWrittenAnswerKeepsLoading: a written answer replaced ten times
+// with ~99,000 characters, accepted edit by edit, would grow a history
+// that no longer loads ("more than 1048576 operations"); the authority
+// rebases the decision's document as its history grows, so every edit is
+// accepted, dozens of small ones follow, and the store opens again after
+// a restart with the same draft.
 func TestLongWrittenAnswerKeepsLoading(t *testing.T) {
 	f := newBoltFixture(t)
 	out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "w", Origin: question.FromPlanner, Definition: writtenDef()}})

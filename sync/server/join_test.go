@@ -291,7 +291,7 @@ func (j *rawJoiner) heads(id string) crdt.Heads {
 // same while eight writers edit decisions spread over the document, after
 // which the joiners hold every edited decision at the server's heads, and
 // no joiner ever received changes for a decision it had not loaded
-// (issue 9: joining never trips the slow-consumer guard).
+// (joining never trips the slow-consumer guard).
 func TestLargeDocumentJoinsInOneConnection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3,000 decisions, 22 joins")

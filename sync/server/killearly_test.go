@@ -43,7 +43,7 @@ func (a *announced) listen(c *replica.Client) {
 // or watcher, holds exactly the server's draft (same heads as a fresh
 // client): the changes the killed server forwarded but never stored came
 // back from their holders when they reconnected, and none is left only
-// on a client (issue 10: early fan-out).
+// on a client (early fan-out).
 func TestKillWithEarlyFanOut(t *testing.T) {
 	const editors, watchers, cycles = 4, 2, 5
 	path := t.TempDir() + "/accord.db"

@@ -5,7 +5,7 @@ package interop_test
 // (a commit group's) in one call, coalesces frames that arrive together,
 // and takes a frame's heads as accepted exactly when its history holds
 // them, which it decides from the heads it has held instead of automerge's
-// hasHeads (issue 10).
+// hasHeads.
 
 import (
 	"encoding/base64"
