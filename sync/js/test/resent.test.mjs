@@ -577,7 +577,12 @@ test("random requests of two members, cut before the server reads them, before t
   for (const at of /** @type {Cut[]} */ (["before", "reply", "after"])) assert.ok(cuts[at] > 0, `seed ${seed}: no cut ${at}`);
 });
 
-test("an edit answered ok with repeated is accepted like any other", async () => {
+/**
+ * A WebSocket stand-in that opens at once, records every frame the client
+ * sends (decoded) and hands the test the latest socket, to deliver frames
+ * (frame) or close it (socket().close()).
+ */
+function fakeSockets() {
   /** @type {any[]} */
   const sent = [];
   /** @type {any} */
@@ -607,7 +612,11 @@ test("an edit answered ok with repeated is accepted like any other", async () =>
       this.onclose?.({ code: 1000 });
     }
   }
-  const frame = (/** @type {any} */ m) => sock.onmessage({ data: encode(m) });
+  return { sent, Fake, socket: () => sock, frame: (/** @type {any} */ m) => sock.onmessage({ data: encode(m) }) };
+}
+
+test("an edit answered ok with repeated is accepted like any other", async () => {
+  const { sent, Fake, socket, frame } = fakeSockets();
   const c = new Client({ doc: "d", member: "ana", url: "ws://fake/sync", WebSocket: Fake });
   c.start();
   try {
@@ -633,36 +642,7 @@ test("an edit answered ok with repeated is accepted like any other", async () =>
 });
 
 test("a resent request refused as unavailable is sent again, and settles with the repeat's outcome", async () => {
-  /** @type {any[]} */
-  const sent = [];
-  /** @type {any} */
-  let sock = null;
-  class Fake {
-    /** @param {string} _url */
-    constructor(_url) {
-      sock = this;
-      this.readyState = 0;
-      /** @type {any} */ this.onopen = null;
-      /** @type {any} */ this.onmessage = null;
-      /** @type {any} */ this.onclose = null;
-      /** @type {any} */ this.onerror = null;
-      queueMicrotask(() => {
-        this.readyState = 1;
-        this.onopen?.();
-      });
-    }
-
-    /** @param {Uint8Array} data */
-    send(data) {
-      sent.push(decode(data));
-    }
-
-    close() {
-      this.readyState = 3;
-      this.onclose?.({ code: 1000 });
-    }
-  }
-  const frame = (/** @type {any} */ m) => sock.onmessage({ data: encode(m) });
+  const { sent, Fake, socket, frame } = fakeSockets();
   const welcome = () => frame({ kind: "welcome", member: "ana", write: true, records: [record] });
   const record = { id: "q1", status: "open", generation: 1, definition: { questions: [{ id: "why", question: "Why?", response: "text" }] } };
   const c = new Client({ doc: "d", member: "ana", url: "ws://fake/sync", WebSocket: Fake, minBackoff: 5, maxBackoff: 20 });
@@ -678,7 +658,7 @@ test("a resent request refused as unavailable is sent again, and settles with th
     // The connection drops before the reply; the next one is welcomed and
     // the discard goes out again, unchanged.
     const first = sent.length;
-    sock.close();
+    socket().close();
     await eventually(() => sent.slice(first).some((m) => m.kind === "hello"), "the redial's hello");
     welcome();
     await eventually(() => sent.slice(first).some((m) => m.kind === "question:discard"), "the resent discard");
