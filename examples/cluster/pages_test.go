@@ -1,35 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/examples/internal/logbuf"
 	"github.com/accord-crdt/accord/internal/natstest"
 )
-
-// lockedBuffer is what runPages prints, read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPagesSayWhatToTryOnceServing runs the three page nodes as `go run
 // ./cluster` does: what to try next is printed only after every node has
@@ -47,7 +28,7 @@ func TestPagesSayWhatToTryOnceServing(t *testing.T) {
 		addrs = append(addrs, l.Addr().String())
 		l.Close()
 	}
-	var out lockedBuffer
+	var out logbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	o := pagesOptions{Data: t.TempDir(), NATS: nats.URLs(), Level: "warn", Addrs: addrs, Out: &out}

@@ -1,51 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/accord-crdt/accord/examples/internal/logbuf"
 )
-
-// lockedBuffer is a log destination the server's goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the lines logged so far that contain every one of parts.
-func (l *lockedBuffer) lines(parts ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		all := line != ""
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // TestRefusalsAreLoggedOnce: a refused sign-in link and a cross-site write
 // each leave one line naming the member, and a sign-out one line with the
 // connections it closed, not one per connection.
 func TestRefusalsAreLoggedOnce(t *testing.T) {
-	var logged lockedBuffer
+	var logged logbuf.Buffer
 	s := startServerLogging(t, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	waitHealthy(t, s)
 	keys := sessionsAt(s.addr)
@@ -55,7 +26,7 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if got := logged.lines("sign-in link refused", "why=expired", "member=ben"); len(got) != 1 {
+	if got := logged.Lines("sign-in link refused", "why=expired", "member=ben"); len(got) != 1 {
 		t.Errorf("an expired link logged %q, want one line naming Ben", got)
 	}
 
@@ -63,7 +34,7 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 	if code := rawPost(t, s.url("/api/demo/start?doc="+demoDoc), http.Header{"Cookie": {cookie}, "Content-Type": {"application/json"}, "Origin": {"http://evil.example"}}, "{}"); code != http.StatusForbidden {
 		t.Fatalf("a cross-origin write: %d, want 403", code)
 	}
-	if got := logged.lines("cross-origin request refused", "member=ana", "doc="+demoDoc, "origin=http://evil.example"); len(got) != 1 {
+	if got := logged.Lines("cross-origin request refused", "member=ana", "doc="+demoDoc, "origin=http://evil.example"); len(got) != 1 {
 		t.Errorf("a cross-origin write logged %q, want one line naming Ana and the document", got)
 	}
 
@@ -91,10 +62,10 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if got := logged.lines("signed out", "member=ana"); len(got) != 1 {
+	if got := logged.Lines("signed out", "member=ana"); len(got) != 1 {
 		t.Errorf("a sign-out logged %q, want one line", got)
 	}
-	if got := logged.lines("closing a connection whose member was refused"); len(got) != 0 {
+	if got := logged.Lines("closing a connection whose member was refused"); len(got) != 0 {
 		t.Errorf("a sign-out logged a line per connection: %q", got)
 	}
 }

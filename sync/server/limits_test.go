@@ -177,19 +177,8 @@ func TestFloodingClientIsThrottled(t *testing.T) {
 	}()
 
 	f, docs := dialFlooder(t, ts, "plan-f", "flo", 1)
-	d, err := crdt.Load(docs[id], nil, crdt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := d.Heads()
-	if err := d.Choose("q1", "o0", true); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := d.ChangesSince(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.flood(mustEncode(t, &wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: "f"}, ID: id, Changes: ch}), -1)
+	edit := chooseEdit(t, docs[id], id)
+	f.flood(edit, -1)
 	waitFor(t, "the flood to be throttled", 20*time.Second, func() bool { return ts.srv.Stats().Throttled > 0 })
 
 	// Each member marks the cells of its own row, waiting for each edit's
@@ -354,18 +343,7 @@ func TestFloodIsClosedOnABusyCPU(t *testing.T) {
 	c := join(t, ts.url, "plan-b", "ana", wire.Binary, nil)
 	id := create(t, c, matrixCard("busy", 3, 2, true, false))
 	f, docs := dialFlooder(t, ts, "plan-b", "flo", 1)
-	d, err := crdt.Load(docs[id], nil, crdt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := d.Heads()
-	if err := d.Choose("q1", "o0", true); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := d.ChangesSince(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	edit := chooseEdit(t, docs[id], id)
 
 	// Twice as many busy loops as the process has threads running Go.
 	stop := make(chan struct{})
@@ -388,7 +366,7 @@ func TestFloodIsClosedOnABusyCPU(t *testing.T) {
 	}
 
 	began := time.Now()
-	f.flood(mustEncode(t, &wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: "f"}, ID: id, Changes: ch}), -1)
+	f.flood(edit, -1)
 	var end error
 	select {
 	case end = <-f.ended:
@@ -497,4 +475,23 @@ func TestConnectionCaps(t *testing.T) {
 			dialNow(tc.again)
 		})
 	}
+}
+
+// chooseEdit is the encoded question:edit that chooses option o0 of q1 in
+// decision id, whose document is doc: a frame a flood repeats.
+func chooseEdit(t *testing.T, doc []byte, id string) []byte {
+	t.Helper()
+	d, err := crdt.Load(doc, nil, crdt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Heads()
+	if err := d.Choose("q1", "o0", true); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := d.ChangesSince(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustEncode(t, &wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: "f"}, ID: id, Changes: ch})
 }
