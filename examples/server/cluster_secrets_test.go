@@ -45,16 +45,8 @@ func TestClusterNodesShareTheirSecrets(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(raw))
 	mcpPost := func(s *testServer, token string) int {
-		req, _ := http.NewRequest(http.MethodPost, s.url("/mcp?doc="+demoDoc), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := plainTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		status, _ := postInitialize(t, s.url("/mcp?doc="+demoDoc), token)
+		return status
 	}
 	for _, s := range []*testServer{a, b} {
 		if code := mcpPost(s, token); code != http.StatusOK {

@@ -296,21 +296,9 @@ func TestMCPRefusalsAndLog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := logs.String()
-			req, _ := http.NewRequest(http.MethodPost, s.url("/mcp?doc="+tc.doc),
-				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.status || !strings.Contains(string(body), strings.ReplaceAll(tc.says, `"`, `\"`)) {
-				t.Fatalf("%s %s, want %d saying %q", resp.Status, body, tc.status, tc.says)
+			status, body := postInitialize(t, s.url("/mcp?doc="+tc.doc), tc.token)
+			if status != tc.status || !strings.Contains(string(body), strings.ReplaceAll(tc.says, `"`, `\"`)) {
+				t.Fatalf("%d %s, want %d saying %q", status, body, tc.status, tc.says)
 			}
 			var lines []string
 			for _, l := range strings.Split(strings.TrimPrefix(logs.String(), before), "\n") {
@@ -398,4 +386,24 @@ func TestMCPAgentShownInChat(t *testing.T) {
 	if err != nil || until.Before(returned.Add(29*time.Minute)) || until.After(returned.Add(30*time.Minute)) {
 		t.Fatalf("until %q, want 30 minutes after %s (%v)", c.Agent.Until, returned.Format(time.RFC3339), err)
 	}
+}
+
+// postInitialize posts an MCP initialize request to url with token as its
+// bearer (none if empty), and returns the status and body of the answer.
+func postInitialize(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := plainTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, body
 }

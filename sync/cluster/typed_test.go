@@ -53,25 +53,8 @@ func (f *failingStore) Commit(ctx context.Context, doc string, w *persist.Write)
 // once and the stored one exactly once. (Typing the same token again is
 // what put two probe tokens twice in TestSIGKILLFailoverCycles' answer.)
 func TestTypedOnceAfterAFailedCommit(t *testing.T) {
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "accord.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: bolt}
-	srv, err := server.New(server.Options{Store: store, Authorize: authorize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = bolt.Close()
-	})
-	base := "ws" + strings.TrimPrefix(hs.URL, "http")
+	store := &failingStore{}
+	base := serveOn(t, func(bolt persist.Store) persist.Store { store.Store = bolt; return store })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dial := func(member string) *replica.Client {
@@ -236,27 +219,11 @@ func (l *lateStore) Commit(ctx context.Context, doc string, w *persist.Write) er
 // client sends it once more; decided on the document as it then is, it is
 // answered as a repeat.
 func TestResentRequestLandingLateIsNotRefused(t *testing.T) {
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "accord.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &lateStore{Store: bolt}
-	srv, err := server.New(server.Options{Store: store, Authorize: authorize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = bolt.Close()
-	})
+	store := &lateStore{}
+	base := serveOn(t, func(bolt persist.Store) persist.Store { store.Store = bolt; return store })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	u := "ws" + strings.TrimPrefix(hs.URL, "http") + "/?" + url.Values{"doc": {"late"}, "member": {"ana"}}.Encode()
+	u := base + "/?" + url.Values{"doc": {"late"}, "member": {"ana"}}.Encode()
 	cl, err := replica.Dial(ctx, u, replica.Options{Format: wire.Binary, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -284,4 +251,29 @@ func TestResentRequestLandingLateIsNotRefused(t *testing.T) {
 	if err != nil || !repeated || n != 1 {
 		t.Fatalf("append: %+v repeated=%v, %v; the option is there %d times", opt, repeated, err, n)
 	}
+}
+
+// serveOn serves the sync protocol over a real socket on a fresh bbolt
+// file, wrapped in the store wrap returns, until the test ends; it
+// returns the server's WebSocket base URL.
+func serveOn(t *testing.T, wrap func(persist.Store) persist.Store) string {
+	t.Helper()
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "accord.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Store: wrap(bolt), Authorize: authorize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = bolt.Close()
+	})
+	return "ws" + strings.TrimPrefix(hs.URL, "http")
 }

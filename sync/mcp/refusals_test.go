@@ -122,25 +122,13 @@ func TestRefusalsSayWhy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs.take()
 			// A raw request gets the status and a JSON-RPC error with the words.
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp?doc="+tc.doc,
-				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
-			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
+			status, body := postInitialize(t, srv.URL+"/mcp?doc="+tc.doc, tc.token)
 			var rpc struct {
 				ID    int
 				Error struct{ Message string }
 			}
-			if res.StatusCode != tc.status || json.Unmarshal(body, &rpc) != nil || rpc.ID != 1 || !strings.HasPrefix(rpc.Error.Message, tc.says) {
-				t.Fatalf("%d %s, want %d and a JSON-RPC error saying %q", res.StatusCode, body, tc.status, tc.says)
+			if status != tc.status || json.Unmarshal(body, &rpc) != nil || rpc.ID != 1 || !strings.HasPrefix(rpc.Error.Message, tc.says) {
+				t.Fatalf("%d %s, want %d and a JSON-RPC error saying %q", status, body, tc.status, tc.says)
 			}
 			warned := atLeast(logs.take(), slog.LevelWarn)
 			switch {
@@ -204,4 +192,24 @@ func TestMCPSessionsQuietInTheLog(t *testing.T) {
 	if !initialized {
 		t.Fatalf("no debug record of the session naming %s: %+v", doc, recs)
 	}
+}
+
+// postInitialize posts an MCP initialize request to url with token as its
+// bearer (none if empty), and returns the status and body of the answer.
+func postInitialize(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, body
 }

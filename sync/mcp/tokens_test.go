@@ -50,23 +50,12 @@ func TestTokensLimitedToDocuments(t *testing.T) {
 		{"any", "plan-2", 0},
 		{"main", "plan-2", 0},
 	} {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp?doc="+tc.doc,
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if tc.token != "" {
-			req.Header.Set("Authorization", "Bearer "+tc.token)
+		status, _ := postInitialize(t, srv.URL+"/mcp?doc="+tc.doc, tc.token)
+		if tc.want == 0 && (status == http.StatusUnauthorized || status == http.StatusForbidden) {
+			t.Errorf("token %q on %s: %d, want it served", tc.token, tc.doc, status)
 		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if tc.want == 0 && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
-			t.Errorf("token %q on %s: %d, want it served", tc.token, tc.doc, res.StatusCode)
-		}
-		if tc.want != 0 && res.StatusCode != tc.want {
-			t.Errorf("token %q on %s: %d, want %d", tc.token, tc.doc, res.StatusCode, tc.want)
+		if tc.want != 0 && status != tc.want {
+			t.Errorf("token %q on %s: %d, want %d", tc.token, tc.doc, status, tc.want)
 		}
 	}
 }

@@ -749,14 +749,9 @@ func TestReaderReceivesButCannotWrite(t *testing.T) {
 	offline, err := replica.Dial(ctx, docURL(ts.url, "plan-1", "rita"), replica.Options{
 		Dir: dir, Background: true, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 		Dialer: func(ctx context.Context, u string, h http.Header) (replica.Conn, error) {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			ws, _, err := websocket.DefaultDialer.DialContext(ctx, u, h)
+			ws, err := dialAfter(ctx, gate, u, h)
 			if err != nil {
-				return nil, err
+				return nil, err // never a typed nil in the interface
 			}
 			return ws, nil
 		},

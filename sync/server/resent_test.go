@@ -65,6 +65,18 @@ func (d *cutDialer) dial(ctx context.Context, url string, header http.Header) (r
 	d.mu.Lock()
 	gate := d.gate
 	d.mu.Unlock()
+	ws, err := dialAfter(ctx, gate, url, header)
+	if err != nil {
+		return nil, err
+	}
+	c := &cutConn{ws: ws, d: d}
+	d.current.Store(c)
+	return c, nil
+}
+
+// dialAfter dials a WebSocket once gate is closed (at once if gate is
+// nil), unless ctx ends first: a client whose redial a test holds back.
+func dialAfter(ctx context.Context, gate <-chan struct{}, url string, header http.Header) (*websocket.Conn, error) {
 	if gate != nil {
 		select {
 		case <-gate:
@@ -73,12 +85,7 @@ func (d *cutDialer) dial(ctx context.Context, url string, header http.Header) (r
 		}
 	}
 	ws, _, err := websocket.DefaultDialer.DialContext(ctx, url, header)
-	if err != nil {
-		return nil, err
-	}
-	c := &cutConn{ws: ws, d: d}
-	d.current.Store(c)
-	return c, nil
+	return ws, err
 }
 
 // cutConn is one connection of a cutDialer.
