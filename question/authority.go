@@ -67,11 +67,13 @@ type Options struct {
 	// them applies every other's changes, at a cost that grows with the
 	// history, and a pause of all of them is rare.
 	QuietRebase bool
-	// Durable is for drivers whose Store only collects Writes and commits
-	// them later (group commit): when a commit returned, the authority
-	// hands Durable the step that answers blocking asks, and the driver
-	// calls it with true once the Write is durable, or false if that
-	// commit failed. nil means a returned Commit is durable.
+	// Durable is for drivers whose Store only gathers Writes and commits
+	// them later as one group (the sync server does): after a Commit to
+	// such a Store returned, the authority hands Durable the step that
+	// answers blocking asks and ends the "resolving" state of the
+	// decisions it saved, and the driver calls it with true once the
+	// group is durable, or false if its commit failed (the driver then
+	// reloads the authority). nil means a returned Commit is durable.
 	Durable func(settle func(durable bool))
 }
 
@@ -572,9 +574,20 @@ func (t *txn) abort() {
 	}
 }
 
-// commit makes the transaction durable, then applies it in memory. If the
-// store fails, nothing is applied and the authority reloads from the store
-// before its next command.
+// commit hands the transaction's Write to Options.Store in one Commit,
+// then applies it in memory. If Commit fails, nothing is applied and the
+// authority reloads from the store before its next command.
+//
+// What a returned Commit means is the Store's: with a store that commits
+// (boltstore, jetstream, memstore) the Write is durable when commit
+// returns. Under the sync server the Store only gathers the Writes of a
+// group of commands (sync/server's pipeStore); the server commits the
+// group to the real store afterwards and holds every reply until then, so
+// nothing is acknowledged before it is durable. The authority's own
+// replies that cannot wait for the server — blocking asks a save answers —
+// are handed to Options.Durable, which the server runs once the group's
+// commit ended. If that commit fails, the server reloads the authority
+// (Reload), which forgets what this commit applied in memory.
 func (t *txn) commit(ctx context.Context) error {
 	for id, r := range t.records {
 		raw, err := json.Marshal(r)
