@@ -68,7 +68,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 	if s.closed {
 		return persist.ErrClosed
 	}
-	if err := validate(doc, w); err != nil {
+	if err := persist.CheckWrite(doc, w, limits); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -193,51 +193,11 @@ func (s *Store) run(group []*call) {
 	}
 }
 
-// validate checks w against the contract and bbolt's limits.
-func validate(doc string, w *persist.Write) error {
-	if err := checkKey(doc, "document"); err != nil {
-		return err
-	}
-	if w == nil {
-		return nil
-	}
-	for _, kind := range []struct {
-		name string
-		puts []persist.Put
-	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
-		for _, p := range kind.puts {
-			if err := checkKey(p.Key, kind.name); err != nil {
-				return err
-			}
-			if err := checkValue(p.Value, kind.name, p.Key); err != nil {
-				return err
-			}
-		}
-	}
-	for _, dp := range w.Drafts {
-		if err := checkKey(dp.Decision, "draft"); err != nil {
-			return err
-		}
-		if err := checkValue(dp.Chunk, "draft", dp.Decision); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkKey(key, kind string) error {
-	if key == "" {
-		return persist.ErrEmptyKey
-	}
-	if len(key) > bolt.MaxKeySize {
-		return fmt.Errorf("boltstore: %s key of %d bytes, limit %d: %w", kind, len(key), bolt.MaxKeySize, berrors.ErrKeyTooLarge)
-	}
-	return nil
-}
-
-func checkValue(v []byte, kind, key string) error {
-	if int64(len(v)) > bolt.MaxValueSize {
-		return fmt.Errorf("boltstore: %s %q value of %d bytes, limit %d: %w", kind, key, len(v), bolt.MaxValueSize, berrors.ErrValueTooLarge)
-	}
-	return nil
+// limits are bbolt's, for persist.CheckWrite.
+var limits = persist.Limits{
+	Name:     "boltstore",
+	MaxKey:   bolt.MaxKeySize,
+	MaxValue: bolt.MaxValueSize,
+	ErrKey:   berrors.ErrKeyTooLarge,
+	ErrValue: berrors.ErrValueTooLarge,
 }

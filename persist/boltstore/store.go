@@ -347,7 +347,7 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 	if s.closed {
 		return persist.ErrClosed
 	}
-	if err := checkKey(doc, "document"); err != nil {
+	if err := persist.CheckWrite(doc, nil, limits); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

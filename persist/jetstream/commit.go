@@ -46,7 +46,7 @@ func (s *Store) commit(ctx context.Context, doc string, w *persist.Write, expect
 		return 0, err
 	}
 	defer s.leave()
-	if err := validate(doc, w); err != nil {
+	if err := persist.CheckWrite(doc, w, limits); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -282,38 +282,5 @@ func (s *Store) purgeDeadChunks(ctx context.Context, doc, decision string, seq u
 	}
 }
 
-// validate checks w against the contract and the layout's limits.
-func validate(doc string, w *persist.Write) error {
-	if err := checkKey(doc, "document"); err != nil {
-		return err
-	}
-	if w == nil {
-		return nil
-	}
-	for _, kind := range []struct {
-		name string
-		puts []persist.Put
-	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
-		for _, p := range kind.puts {
-			if err := checkKey(p.Key, kind.name); err != nil {
-				return err
-			}
-		}
-	}
-	for _, dp := range w.Drafts {
-		if err := checkKey(dp.Decision, "draft"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkKey(key, kind string) error {
-	if key == "" {
-		return persist.ErrEmptyKey
-	}
-	if len(key) > MaxKeySize {
-		return fmt.Errorf("jetstream: %s key of %d bytes, limit %d: %w", kind, len(key), MaxKeySize, ErrKeyTooLong)
-	}
-	return nil
-}
+// limits are the layout's, for persist.CheckWrite.
+var limits = persist.Limits{Name: "jetstream", MaxKey: MaxKeySize, ErrKey: ErrKeyTooLong}

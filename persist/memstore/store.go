@@ -68,7 +68,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 		s.mu.Unlock()
 		return persist.ErrClosed
 	}
-	if err := validate(doc, w); err != nil {
+	if err := persist.CheckWrite(doc, w, persist.Limits{}); err != nil {
 		s.mu.Unlock()
 		return err
 	}
@@ -248,29 +248,6 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.docs = nil
-	return nil
-}
-
-// validate reports persist.ErrEmptyKey if doc or any key in w is empty.
-func validate(doc string, w *persist.Write) error {
-	if doc == "" {
-		return persist.ErrEmptyKey
-	}
-	if w == nil {
-		return nil
-	}
-	for _, puts := range [][]persist.Put{w.Records, w.Projections, w.Answers, w.Audit} {
-		for _, p := range puts {
-			if p.Key == "" {
-				return persist.ErrEmptyKey
-			}
-		}
-	}
-	for _, dp := range w.Drafts {
-		if dp.Decision == "" {
-			return persist.ErrEmptyKey
-		}
-	}
 	return nil
 }
 
