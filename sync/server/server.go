@@ -43,7 +43,7 @@ type Server struct {
 type counters struct {
 	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 	throttled, rateCloses, refusedUpgrades                            atomic.Uint64
-	presenceDropped                                                   atomic.Uint64
+	presenceDropped, gatherWaits                                      atomic.Uint64
 }
 
 // New returns a Server.
@@ -326,7 +326,7 @@ func (s *Server) tryUnload(d *document) bool {
 // document if needed, and returns once fn's effects are durable and have
 // been announced to the document's connections. Hosts use it for work
 // that is not a connection's request: the Planner's tools, answer
-// delivery, write-ups (it implements question/delivery's Authorities).
+// delivery, write-ups (it implements question/planner's Authorities).
 // ctx bounds the wait for the document's goroutine; once fn is queued, Do
 // waits for it to finish. fn must not block on other documents' Do.
 func (s *Server) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
