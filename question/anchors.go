@@ -46,7 +46,7 @@ type AnchorRequest struct {
 // already have at the same revision changes nothing.
 //
 // The caller checks the passage against the document (one run of at most
-// MaxPassageBlocks ordinary blocks; see package delivery); the authority
+// MaxPassageBlocks ordinary blocks; see package planner); the authority
 // checks its shape.
 func (a *Authority) Anchor(ctx context.Context, who Member, req AnchorRequest) ([]Record, error) {
 	if r := canWrite(who); r != nil {

@@ -6,7 +6,7 @@ package question
 //
 // Everything here commits through the same transaction as the lifecycle
 // commands: a save's row and jobs commit with the save, a reopen's stale
-// row and jobs with the reopen. Package question/delivery drives them.
+// row and jobs with the reopen. Package question/planner drives them.
 
 import (
 	"context"

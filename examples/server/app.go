@@ -18,9 +18,9 @@ import (
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
-	"github.com/accord-crdt/accord/question/research"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
+	"github.com/accord-crdt/accord/question/planner/research"
 	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/sync/server"
 )
@@ -48,8 +48,8 @@ type app struct {
 	log     *slog.Logger
 	srv     *server.Server
 	host    *memhost.Host
-	driver  *delivery.Driver
-	tools   *delivery.Tools
+	driver  *planner.Driver
+	tools   *planner.Tools
 	planner *demoPlanner
 	plan    *planStore // plan.db: the plan and Chat (plan_store.go)
 	feed    *planFeed  // the pages' live plan and Chat (plan_edit.go)
@@ -143,9 +143,9 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 	if a.srv, err = server.New(opts); err != nil {
 		return nil, err
 	}
-	dopts := delivery.Options{Authorities: authoritiesFor(store, a.srv), Logger: log}
+	dopts := planner.Options{Authorities: authoritiesFor(store, a.srv), Logger: log}
 	a.host.Wire(&dopts)
-	if a.driver, err = delivery.New(dopts); err != nil {
+	if a.driver, err = planner.New(dopts); err != nil {
 		return nil, err
 	}
 	a.host.Runtime.OnChange(func(doc string) {
@@ -155,12 +155,12 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 		}
 		a.driver.Poke(doc)
 	})
-	if a.tools, err = delivery.NewTools(delivery.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs}); err != nil {
+	if a.tools, err = planner.NewTools(planner.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs}); err != nil {
 		return nil, err
 	}
 	a.planner = &demoPlanner{app: a, runs: map[string]int{}, started: map[string]bool{}}
 	a.host.Chat.OnTurn(a.planner.onTurn)
-	a.host.Runtime.SetDrafter(func(ctx context.Context, doc string, req delivery.WhyRequest) (string, error) {
+	a.host.Runtime.SetDrafter(func(ctx context.Context, doc string, req planner.WhyRequest) (string, error) {
 		return demoWhy(req.Answer), ctx.Err()
 	})
 	if err := a.placeCards(context.Background(), demoDoc); err != nil {
@@ -178,10 +178,10 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 // beside their passages: the sample plan lives in memory, the decisions in
 // bbolt.
 func (a *app) placeCards(ctx context.Context, doc string) error {
-	var cards []delivery.Placement
+	var cards []planner.Placement
 	err := a.srv.Do(ctx, doc, func(auth *question.Authority) error {
 		for _, r := range auth.Records() {
-			p := delivery.Placement{Decision: r.ID}
+			p := planner.Placement{Decision: r.ID}
 			if len(r.Passage) > 0 {
 				p.After, p.Link = r.Passage[0], r.Passage[0]
 			}
@@ -345,16 +345,16 @@ func (a *app) shutdown(ctx context.Context) error {
 }
 
 // samplePlan is the plan document the demo starts with.
-func samplePlan() []delivery.Block {
-	return []delivery.Block{
-		{ID: "b1", Kind: delivery.Title, Text: "Launch plan: passwordless sign-in"},
-		{ID: "b2", Kind: delivery.Heading, Text: "Onboarding"},
-		{ID: "b3", Kind: delivery.Paragraph, Text: "New users create an account from the invitation email. The first screen asks for a display name, then shows the workspace."},
-		{ID: "b4", Kind: delivery.Heading, Text: "Account recovery"},
-		{ID: "b5", Kind: delivery.Paragraph, Text: "A user who loses their device must be able to get back in without calling support."},
-		{ID: "b6", Kind: delivery.Table, Text: "Channel | Cost per reset | Setup\nEmail link | none | ready\nSMS code | 4 cents | new vendor\nPasskey | none | new device"},
-		{ID: "b7", Kind: delivery.Heading, Text: "Rollout"},
-		{ID: "b8", Kind: delivery.Paragraph, Text: "Existing users switch at their next sign-in; the old password keeps working for 30 days."},
+func samplePlan() []planner.Block {
+	return []planner.Block{
+		{ID: "b1", Kind: planner.Title, Text: "Launch plan: passwordless sign-in"},
+		{ID: "b2", Kind: planner.Heading, Text: "Onboarding"},
+		{ID: "b3", Kind: planner.Paragraph, Text: "New users create an account from the invitation email. The first screen asks for a display name, then shows the workspace."},
+		{ID: "b4", Kind: planner.Heading, Text: "Account recovery"},
+		{ID: "b5", Kind: planner.Paragraph, Text: "A user who loses their device must be able to get back in without calling support."},
+		{ID: "b6", Kind: planner.Table, Text: "Channel | Cost per reset | Setup\nEmail link | none | ready\nSMS code | 4 cents | new vendor\nPasskey | none | new device"},
+		{ID: "b7", Kind: planner.Heading, Text: "Rollout"},
+		{ID: "b8", Kind: planner.Paragraph, Text: "Existing users switch at their next sign-in; the old password keeps working for 30 days."},
 	}
 }
 
@@ -383,16 +383,16 @@ const (
 	notYetLabel   = "Not yet"
 )
 
-func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened, error) {
+func (p *demoPlanner) start(ctx context.Context, doc string) ([]planner.Opened, error) {
 	rev := p.app.host.Docs.Revision(doc)
-	opened, err := p.app.tools.OpenDecisions(ctx, delivery.Call{Doc: doc}, []delivery.CardInput{
+	opened, err := p.app.tools.OpenDecisions(ctx, planner.Call{Doc: doc}, []planner.CardInput{
 		{Revision: rev, Key: "onboarding", Blocks: []string{"b3"}, Question: "How should onboarding work?",
-			Context: "Today the first screen asks for a display name.", Response: "text", Options: []delivery.Label{}},
+			Context: "Today the first screen asks for a display name.", Response: "text", Options: []planner.Label{}},
 		{Revision: rev, Key: "recovery", Blocks: []string{"b5", "b6"}, Question: "Which recovery channel should we build first?",
-			Options:  []delivery.Label{{Label: "Email link"}, {Label: "SMS code"}, {Label: "Passkey"}},
-			Criteria: []delivery.Label{{Label: "New device"}, {Label: "No new storage"}, {Label: "Easy reset"}}},
+			Options:  []planner.Label{{Label: "Email link"}, {Label: "SMS code"}, {Label: "Passkey"}},
+			Criteria: []planner.Label{{Label: "New device"}, {Label: "No new storage"}, {Label: "Easy reset"}}},
 		{Revision: rev, Key: "rollout", Blocks: []string{"b8"}, Question: "What should we tell existing users?",
-			Response: "text", Options: []delivery.Label{}},
+			Response: "text", Options: []planner.Label{}},
 	})
 	if err != nil {
 		return nil, err
@@ -408,9 +408,9 @@ func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened,
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			asked, err := p.app.tools.Ask(actx, delivery.Call{Doc: doc}, delivery.AskInput{
+			asked, err := p.app.tools.Ask(actx, planner.Call{Doc: doc}, planner.AskInput{
 				Key: askKey, Question: askQuestion, Context: askContext,
-				Options: []delivery.Label{{Label: startRunLabel}, {Label: notYetLabel}},
+				Options: []planner.Label{{Label: startRunLabel}, {Label: notYetLabel}},
 			})
 			if err != nil {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -429,7 +429,7 @@ func (p *demoPlanner) start(ctx context.Context, doc string) ([]delivery.Opened,
 }
 
 // choseNewRun reports whether a saved answer chose "Start a new run".
-func choseNewRun(a delivery.TurnAnswer) bool {
+func choseNewRun(a planner.TurnAnswer) bool {
 	for _, q := range a.Questions {
 		for _, c := range q.Chosen {
 			if c.Label == startRunLabel {
@@ -444,7 +444,7 @@ func choseNewRun(a delivery.TurnAnswer) bool {
 // through ask or, after the ask's turn ended, in a turn: "Start a new run"
 // starts one, visibly (a Chat notice and a line in the plan); "Not yet"
 // says so.
-func (p *demoPlanner) answerAsk(doc string, a delivery.TurnAnswer) {
+func (p *demoPlanner) answerAsk(doc string, a planner.TurnAnswer) {
 	key := fmt.Sprintf("%s/%d", a.Decision, a.Generation)
 	if !choseNewRun(a) {
 		p.say(doc, "ask-"+key, "Planner: not starting a new run yet, as "+display(a.By)+" chose.")
@@ -472,8 +472,8 @@ func (p *demoPlanner) answerAsk(doc string, a delivery.TurnAnswer) {
 	if len(blocks) > 0 {
 		after = blocks[len(blocks)-1].ID
 	}
-	if err := p.app.host.Docs.Insert(doc, after, delivery.Block{
-		ID: fmt.Sprintf("run-%d", n), Kind: delivery.Paragraph,
+	if err := p.app.host.Docs.Insert(doc, after, planner.Block{
+		ID: fmt.Sprintf("run-%d", n), Kind: planner.Paragraph,
 		Text: fmt.Sprintf("Run %d started: %s chose to start a new run, so the Planner reviews this plan again from the top.", n, who),
 	}); err != nil {
 		p.app.log.Warn("demo run", "doc", doc, "err", err)
@@ -484,7 +484,7 @@ func (p *demoPlanner) answerAsk(doc string, a delivery.TurnAnswer) {
 // onTurn acts on a turn that carries saved answers: an answer to the
 // demo's ask starts a run (or not); the others it acknowledges in Chat.
 // Then it ends the turn. The write-ups and why drafts run as jobs.
-func (p *demoPlanner) onTurn(doc string, t delivery.Turn) {
+func (p *demoPlanner) onTurn(doc string, t planner.Turn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -516,7 +516,7 @@ func (p *demoPlanner) isAsk(doc, decision string) bool {
 }
 
 func (p *demoPlanner) say(doc, id, text string) {
-	if err := p.app.host.Chat.Post(context.Background(), doc, delivery.Notice{ID: id, Text: text}); err != nil {
+	if err := p.app.host.Chat.Post(context.Background(), doc, planner.Notice{ID: id, Text: text}); err != nil {
 		p.app.log.Warn("chat", "err", err)
 	}
 }
@@ -559,7 +559,7 @@ func display(login string) string {
 // Markdown (Y1), and never a reason the answer does not give: a choice
 // gives the criteria the team marked its option as meeting, and nothing
 // else is added.
-func demoWhy(a delivery.TurnAnswer) string {
+func demoWhy(a planner.TurnAnswer) string {
 	var parts []string
 	for _, q := range a.Questions {
 		if q.Written {
@@ -596,7 +596,7 @@ func demoWhy(a delivery.TurnAnswer) string {
 
 // meets is what the marks of a chosen option say for it (", which meets
 // “A” and partly meets “B”"), or "" when none says yes or partly.
-func meets(cs []delivery.CriterionMark) string {
+func meets(cs []planner.CriterionMark) string {
 	var yes, partly []string
 	for _, c := range cs {
 		l := quoteClause(c.Criterion, 40)

@@ -23,7 +23,7 @@ import (
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // testApp is the example's app behind a real HTTP listener, on a bbolt
@@ -138,13 +138,13 @@ func waitChat(t *testing.T, a *app, want string) {
 // The turn's acknowledgement counts answers in proper English.
 func TestDemoTurnNoticeCountsAnswers(t *testing.T) {
 	a, _ := testApp(t)
-	ans := func(id string) delivery.TurnAnswer {
-		return delivery.TurnAnswer{Decision: id, Generation: 1, By: "ana",
-			Questions: []delivery.AnsweredQuestion{{Question: "How?", Written: true, Answer: "Like this."}}}
+	ans := func(id string) planner.TurnAnswer {
+		return planner.TurnAnswer{Decision: id, Generation: 1, By: "ana",
+			Questions: []planner.AnsweredQuestion{{Question: "How?", Written: true, Answer: "Like this."}}}
 	}
-	a.planner.onTurn(demoDoc, delivery.Turn{ID: "t1", Doc: demoDoc, Answers: []delivery.TurnAnswer{ans("d1")}})
+	a.planner.onTurn(demoDoc, planner.Turn{ID: "t1", Doc: demoDoc, Answers: []planner.TurnAnswer{ans("d1")}})
 	waitChat(t, a, "Planner: thanks, I am updating the plan with 1 answer.")
-	a.planner.onTurn(demoDoc, delivery.Turn{ID: "t2", Doc: demoDoc, Answers: []delivery.TurnAnswer{ans("d2"), ans("d3")}})
+	a.planner.onTurn(demoDoc, planner.Turn{ID: "t2", Doc: demoDoc, Answers: []planner.TurnAnswer{ans("d2"), ans("d3")}})
 	waitChat(t, a, "Planner: thanks, I am updating the plan with 2 answers.")
 	for _, s := range chatTexts(a) {
 		if strings.Contains(s, "(s)") {
@@ -218,11 +218,11 @@ func TestDemoStartNewRun(t *testing.T) {
 	})
 
 	// The same answer again (a repeated turn) starts nothing.
-	ans, ok := delivery.AnswerOf(recordOf(t, a, ask.ID))
+	ans, ok := planner.AnswerOf(recordOf(t, a, ask.ID))
 	if !ok {
 		t.Fatal("the ask has no saved answer")
 	}
-	a.planner.onTurn(demoDoc, delivery.Turn{ID: "again", Doc: demoDoc, Answers: []delivery.TurnAnswer{ans}})
+	a.planner.onTurn(demoDoc, planner.Turn{ID: "again", Doc: demoDoc, Answers: []planner.TurnAnswer{ans}})
 	waitTurnFinished(t, a)
 	if strings.Contains(planText(a), "run-3") {
 		t.Fatalf("a repeated answer started another run:\n%s", planText(a))
@@ -295,47 +295,47 @@ func checkOneSentence(s string) error {
 // the written answer, instead of pasting it into the sentence ("The team
 // chose The invitation email…").
 func TestDemoWhyDraftIsOnePlainSentence(t *testing.T) {
-	opt := func(labels ...string) delivery.AnsweredQuestion {
-		q := delivery.AnsweredQuestion{Question: "Which?"}
+	opt := func(labels ...string) planner.AnsweredQuestion {
+		q := planner.AnsweredQuestion{Question: "Which?"}
 		for _, l := range labels {
 			q.Chosen = append(q.Chosen, question.Option{ID: "o", Label: l})
 		}
 		return q
 	}
-	text := func(s string) delivery.AnsweredQuestion {
-		return delivery.AnsweredQuestion{Question: "How?", Written: true, Answer: s}
+	text := func(s string) planner.AnsweredQuestion {
+		return planner.AnsweredQuestion{Question: "How?", Written: true, Answer: s}
 	}
 	for _, c := range []struct {
 		name string
-		qs   []delivery.AnsweredQuestion
+		qs   []planner.AnsweredQuestion
 		want string
 	}{
-		{"one option", []delivery.AnsweredQuestion{opt("Email link")},
+		{"one option", []planner.AnsweredQuestion{opt("Email link")},
 			"The team chose “Email link”."},
-		{"several options", []delivery.AnsweredQuestion{opt("Email", "Chat", "Phone")},
+		{"several options", []planner.AnsweredQuestion{opt("Email", "Chat", "Phone")},
 			"The team chose “Email”, “Chat” and “Phone”."},
-		{"written answer", []delivery.AnsweredQuestion{text("The invitation email carries a one-time link")},
+		{"written answer", []planner.AnsweredQuestion{text("The invitation email carries a one-time link")},
 			"The team settled on “The invitation email carries a one-time link”."},
-		{"written, several sentences", []delivery.AnsweredQuestion{text("Send the invitation email. Then ask for a name! Done?")},
+		{"written, several sentences", []planner.AnsweredQuestion{text("Send the invitation email. Then ask for a name! Done?")},
 			"The team settled on “Send the invitation email…”."},
-		{"written, no space after the end mark", []delivery.AnsweredQuestion{text("It is cheap.It is fast.")},
+		{"written, no space after the end mark", []planner.AnsweredQuestion{text("It is cheap.It is fast.")},
 			"The team settled on “It is cheap…”."},
-		{"ordinary punctuation kept", []delivery.AnsweredQuestion{text("Use Node.js 3.5 for the e-mail job")},
+		{"ordinary punctuation kept", []planner.AnsweredQuestion{text("Use Node.js 3.5 for the e-mail job")},
 			"The team settled on “Use Node.js 3.5 for the e-mail job”."},
-		{"markdown and quotes", []delivery.AnsweredQuestion{text("**Bold** and _emphasis_ with `code` and \"quotes\"\nand a line")},
+		{"markdown and quotes", []planner.AnsweredQuestion{text("**Bold** and _emphasis_ with `code` and \"quotes\"\nand a line")},
 			"The team settled on “Bold and emphasis with code and 'quotes' and a line”."},
-		{"long", []delivery.AnsweredQuestion{text(strings.Repeat("word ", 60))},
+		{"long", []planner.AnsweredQuestion{text(strings.Repeat("word ", 60))},
 			"The team settled on “" + strings.TrimSpace(strings.Repeat("word ", 20)) + "…”."},
-		{"two questions", []delivery.AnsweredQuestion{opt("Passkey"), text("Email first")},
+		{"two questions", []planner.AnsweredQuestion{opt("Passkey"), text("Email first")},
 			"The team chose “Passkey” and settled on “Email first”."},
-		{"nothing chosen", []delivery.AnsweredQuestion{opt(), text("  ")},
+		{"nothing chosen", []planner.AnsweredQuestion{opt(), text("  ")},
 			"The team saved this answer."},
-		{"an option with its marks", []delivery.AnsweredQuestion{{Question: "Which?", Chosen: []question.Option{{ID: "p", Label: "Passkey"}},
-			Criteria: []delivery.CriterionMark{{Criterion: "New device", Option: "Passkey", Mark: marks.Yes}, {Criterion: "Easy reset", Option: "Passkey", Mark: marks.Partly},
+		{"an option with its marks", []planner.AnsweredQuestion{{Question: "Which?", Chosen: []question.Option{{ID: "p", Label: "Passkey"}},
+			Criteria: []planner.CriterionMark{{Criterion: "New device", Option: "Passkey", Mark: marks.Yes}, {Criterion: "Easy reset", Option: "Passkey", Mark: marks.Partly},
 				{Criterion: "No new storage", Option: "Passkey", Mark: marks.Yes}, {Criterion: "Cheap", Option: "Passkey", Mark: marks.No}, {Criterion: "Fast", Option: "Passkey"}}}},
 			"The team chose “Passkey”, which meets “New device” and “No new storage”, and partly meets “Easy reset”."},
 	} {
-		got := demoWhy(delivery.TurnAnswer{By: "ana", Questions: c.qs})
+		got := demoWhy(planner.TurnAnswer{By: "ana", Questions: c.qs})
 		if got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
@@ -345,8 +345,8 @@ func TestDemoWhyDraftIsOnePlainSentence(t *testing.T) {
 	}
 	// The app drafts its whys with it.
 	a, _ := testApp(t)
-	got, err := a.host.Runtime.DraftWhy(context.Background(), demoDoc, delivery.WhyRequest{Doc: demoDoc,
-		Answer: delivery.TurnAnswer{Questions: []delivery.AnsweredQuestion{text("The invitation email")}}})
+	got, err := a.host.Runtime.DraftWhy(context.Background(), demoDoc, planner.WhyRequest{Doc: demoDoc,
+		Answer: planner.TurnAnswer{Questions: []planner.AnsweredQuestion{text("The invitation email")}}})
 	if err != nil || got != "The team settled on “The invitation email”." {
 		t.Fatalf("the app's why draft: %q, %v", got, err)
 	}

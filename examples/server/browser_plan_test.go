@@ -15,7 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -215,7 +215,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	agent := mcpAgent(t, srv.addr, "browser-token")
 	var plan planView
 	getJSON(t, srv.url("/api/plan?member=rita"), &plan)
-	var opened delivery.OpenedDecisions
+	var opened planner.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
@@ -237,7 +237,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	ana.click("edit-plan")
 
 	getJSON(t, srv.url("/api/plan?member=rita"), &plan)
-	var anchored delivery.Anchored
+	var anchored planner.Anchored
 	mcpCall(t, agent, "anchor_plan", map[string]any{"revision": plan.Revision, "decisions": []string{id}, "blocks": []string{fresh}}, &anchored)
 	if len(anchored.Decisions) != 1 || anchored.Decisions[0].ID != id || len(anchored.AnchorsPending) != 0 {
 		t.Fatalf("anchor_plan = %+v", anchored)

@@ -29,7 +29,7 @@ import (
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/persist/jetstream"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/cluster"
 	"github.com/accord-crdt/accord/sync/server"
 )
@@ -262,7 +262,7 @@ func (s *nodeStore) close() error {
 // alone; in a cluster, the sync server for the documents this node holds
 // the lease of (cluster.OwnerOnly), so that the driver of a node that is
 // not a document's owner leaves its answers to the owner's.
-func authoritiesFor(store persist.Store, srv *server.Server) delivery.Authorities {
+func authoritiesFor(store persist.Store, srv *server.Server) planner.Authorities {
 	s, ok := store.(*nodeStore)
 	if !ok || s.fenced == nil {
 		return srv
@@ -278,7 +278,7 @@ type ownerDoer struct {
 func (o ownerDoer) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
 	r := o.s.router.Load()
 	if r == nil { // starting: no lease is held yet
-		if delivery.FromDriver(ctx) {
+		if planner.FromDriver(ctx) {
 			return nil
 		}
 		return cluster.ErrNotOwner

@@ -23,7 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 )
 
 // hostBucket is the KV bucket of the demo's host state.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/accord-crdt/accord/internal/natstest"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -394,14 +394,14 @@ func TestTakeOverStoresChatPostedWithoutTheLease(t *testing.T) {
 	a.keepInCluster(h, func(string) bool { return owns.Load() })
 
 	owns.Store(true)
-	if err := a.host.Chat.Post(ctx, demoDoc, delivery.Notice{ID: "before", Text: "posted as the owner"}); err != nil {
+	if err := a.host.Chat.Post(ctx, demoDoc, planner.Notice{ID: "before", Text: "posted as the owner"}); err != nil {
 		t.Fatal(err)
 	}
 	owns.Store(false) // the lease given up
-	if err := a.host.Chat.Post(ctx, demoDoc, delivery.Notice{ID: "between", Text: "posted without the lease"}); err != nil {
+	if err := a.host.Chat.Post(ctx, demoDoc, planner.Notice{ID: "between", Text: "posted without the lease"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.host.Chat.Accept(ctx, demoDoc, delivery.Turn{ID: "turn-1"}); err != nil {
+	if err := a.host.Chat.Accept(ctx, demoDoc, planner.Turn{ID: "turn-1"}); err != nil {
 		t.Fatal(err)
 	}
 	owns.Store(true) // and taken back

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -37,7 +37,7 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 		tokens = map[string][]string{token: strings.Split(docs, ",")}
 		token = ""
 	}
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	a.mcp = h
 	// An agent that awaits a document's answers runs its turns; the demo
 	// Planner runs them otherwise.
-	a.host.Chat.OnTurn(func(doc string, t delivery.Turn) {
+	a.host.Chat.OnTurn(func(doc string, t planner.Turn) {
 		if !h.Attached(doc) {
 			a.planner.onTurn(doc, t)
 		}

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // tsAgent is the Node process running agent.mjs, read one JSON line (one
@@ -187,7 +187,7 @@ func TestMCPTypeScriptAgent(t *testing.T) {
 	var first struct {
 		Turn *struct {
 			ID      string
-			Answers []delivery.TurnAnswer
+			Answers []planner.TurnAnswer
 		}
 		Pending  int
 		Progress int

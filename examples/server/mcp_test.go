@@ -14,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/sync/replica"
 )
@@ -83,14 +83,14 @@ func TestMCPEndpoint(t *testing.T) {
 
 	agent := mcpAgent(t, s.addr, "example-token")
 	// The agent reads the plan the page shows.
-	var plan delivery.ReadPlanResult
+	var plan planner.ReadPlanResult
 	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
 	var shown planView
 	getJSON(t, base+"/api/plan?member=rita", &shown)
 	if plan.Revision != shown.Revision || len(plan.Blocks) != len(shown.Blocks) || plan.Blocks[2].ID != shown.Blocks[2].ID {
 		t.Fatalf("read_plan %+v is not the page's plan %+v", plan, shown)
 	}
-	var opened delivery.OpenedDecisions
+	var opened planner.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": plan.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},
@@ -223,7 +223,7 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res delivery.UpdateDocumentResult
+	var res planner.UpdateDocumentResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("rewrite: %s, %v", resp.Status, err)
 	}
@@ -332,7 +332,7 @@ func TestMCPRefusalsAndLog(t *testing.T) {
 
 	before := logs.String()
 	agent := mcpAgent(t, s.addr, "example-token")
-	var plan delivery.ReadPlanResult
+	var plan planner.ReadPlanResult
 	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
 	agent.Close()
 	if len(plan.Blocks) == 0 {

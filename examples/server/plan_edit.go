@@ -25,7 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // planFeed wakes the feeds of a document when its plan, its Chat or its
@@ -94,7 +94,7 @@ type planJSON struct {
 	Blocks   []planBlock `json:"blocks"`
 	// Pending are the decisions that owe a review since an edit broke
 	// their passage (what edit_plan reports as anchors_pending).
-	Pending []delivery.PendingAnchor `json:"pending"`
+	Pending []planner.PendingAnchor `json:"pending"`
 }
 
 func (a *app) planView(ctx context.Context, doc string) (planJSON, error) {
@@ -102,10 +102,10 @@ func (a *app) planView(ctx context.Context, doc string) (planJSON, error) {
 	if err != nil {
 		return planJSON{}, err
 	}
-	out := planJSON{Revision: snap.Revision, Blocks: []planBlock{}, Pending: []delivery.PendingAnchor{}}
+	out := planJSON{Revision: snap.Revision, Blocks: []planBlock{}, Pending: []planner.PendingAnchor{}}
 	for _, b := range snap.Blocks {
 		kind := string(b.Kind)
-		if b.Kind == delivery.Card {
+		if b.Kind == planner.Card {
 			kind = "decision"
 		}
 		out.Blocks = append(out.Blocks, planBlock{ID: b.ID, Kind: kind, Text: b.Text, Decision: b.Decision, Link: b.Link})
@@ -259,7 +259,7 @@ func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound, string(question.NotFound), "there is no plan "+doc)
 		return
 	}
-	var in delivery.EditPlanInput
+	var in planner.EditPlanInput
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
@@ -271,12 +271,12 @@ func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusBadRequest, string(question.Invalid), fmt.Sprintf("edits[%d].text holds %d characters; a block holds at most %d", i, n, maxBlockText))
 			return
 		}
-		if e.Op == delivery.OpInsert && e.Kind == delivery.Title {
+		if e.Op == planner.OpInsert && e.Kind == planner.Title {
 			refuse(w, http.StatusBadRequest, string(question.Invalid), fmt.Sprintf("edits[%d].kind: the plan has one title; insert a heading or a paragraph", i))
 			return
 		}
 	}
-	res, err := a.tools.EditPlan(r.Context(), delivery.Call{Doc: doc}, in)
+	res, err := a.tools.EditPlan(r.Context(), planner.Call{Doc: doc}, in)
 	if err != nil {
 		refuseErr(w, a.log, err)
 		return
@@ -289,9 +289,9 @@ func (a *app) planEdit(w http.ResponseWriter, r *http.Request) {
 func (a *app) demoRewriteRoute() http.HandlerFunc {
 	// Every window hears of the rewrite in Chat; the rewriter's page
 	// shows the same words.
-	rewrite := demoRewrite(a.tools, a.host.Docs, a.log, func(r *http.Request, doc string, res delivery.UpdateDocumentResult) string {
+	rewrite := demoRewrite(a.tools, a.host.Docs, a.log, func(r *http.Request, doc string, res planner.UpdateDocumentResult) string {
 		m, _ := a.sessions.memberOf(r)
-		if err := a.host.Chat.Post(r.Context(), doc, delivery.Notice{ID: "rewrite-" + res.Revision, Text: rewriteNote("@"+m.Login, res)}); err != nil {
+		if err := a.host.Chat.Post(r.Context(), doc, planner.Notice{ID: "rewrite-" + res.Revision, Text: rewriteNote("@"+m.Login, res)}); err != nil {
 			a.log.Warn("chat", "doc", doc, "err", err)
 		}
 		return rewriteNote(m.Name, res)

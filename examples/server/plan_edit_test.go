@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 )
 
 func postEdit(t *testing.T, base, query, body string) (int, map[string]any) {

@@ -16,7 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/accord-crdt/accord/persist"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -30,9 +30,9 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	agent := mcpAgent(t, s.addr, "example-token")
 	var plan planView
 	getJSON(t, base+"/api/plan?member=rita", &plan)
-	var edited delivery.EditPlanResult
+	var edited planner.EditPlanResult
 	mcpCall(t, agent, "edit_plan", map[string]any{"revision": plan.Revision, "edits": []map[string]any{{"op": "edit", "block": "b8", "text": "Existing users switch in June."}}}, &edited)
-	var opened delivery.OpenedDecisions
+	var opened planner.OpenedDecisions
 	mcpCall(t, agent, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": edited.Revision, "key": "welcome", "blocks": []string{"b3"},
 		"question": "What should the welcome screen say?", "response": "text", "options": []any{},

@@ -4,7 +4,7 @@ package main
 // member starts through the host's own routes, run by a deterministic fake
 // (no network, no model) that really runs asynchronously. The findings
 // they produce live on the decisions' records (package question); this
-// host only owns the work, as question/research.Host describes it.
+// host only owns the work, as question/planner/research.Host describes it.
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/research"
+	"github.com/accord-crdt/accord/question/planner/research"
 )
 
 // demoOptions configures the demo's research host and personas. The zero

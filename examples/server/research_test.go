@@ -158,7 +158,7 @@ func newTestApp(t *testing.T, demo demoOptions) *app {
 	}
 	t.Cleanup(func() {
 		// Let the answer delivery driver finish the round its last poke
-		// started: delivery.Driver.records reads its result after a Do
+		// started: planner.Driver.records reads its result after a Do
 		// that Close cancelled, which the race detector reports.
 		time.Sleep(150 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

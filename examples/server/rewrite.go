@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 )
 
 // demoRewrite serves POST /api/demo/rewrite: a whole-document rewrite
@@ -17,26 +17,26 @@ import (
 // block. The Planner's cards stay linked (the rollout card moves to the
 // Rollout heading), the write-ups of their broken passages are dropped,
 // and other cards are reported in anchors_pending.
-func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logger, done func(r *http.Request, doc string, res delivery.UpdateDocumentResult) string) http.HandlerFunc {
+func demoRewrite(tools *planner.Tools, docs *memhost.Documents, log *slog.Logger, done func(r *http.Request, doc string, res planner.UpdateDocumentResult) string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		doc := docParam(r)
-		var blocks []delivery.NewBlock
+		var blocks []planner.NewBlock
 		for _, b := range docs.Blocks(doc) {
 			switch {
-			case b.Kind == delivery.Card, b.ID == "b6":
+			case b.Kind == planner.Card, b.ID == "b6":
 			case b.ID == "b8":
-				blocks = append(blocks, delivery.NewBlock{Kind: b.Kind, Text: "Existing users move to passwordless sign-in over two weeks, team by team; the old password stops working a month after a team moved."})
+				blocks = append(blocks, planner.NewBlock{Kind: b.Kind, Text: "Existing users move to passwordless sign-in over two weeks, team by team; the old password stops working a month after a team moved."})
 			default:
-				blocks = append(blocks, delivery.NewBlock{ID: b.ID, Kind: b.Kind, Text: b.Text})
+				blocks = append(blocks, planner.NewBlock{ID: b.ID, Kind: b.Kind, Text: b.Text})
 			}
 		}
-		res, err := tools.UpdateDocument(r.Context(), delivery.Call{Doc: doc}, delivery.UpdateDocumentInput{Blocks: blocks})
+		res, err := tools.UpdateDocument(r.Context(), planner.Call{Doc: doc}, planner.UpdateDocumentInput{Blocks: blocks})
 		if err != nil {
 			refuseErr(w, log, err)
 			return
 		}
 		writeJSON(w, struct {
-			delivery.UpdateDocumentResult
+			planner.UpdateDocumentResult
 			Note string `json:"note"`
 		}{res, done(r, doc, res)})
 	}
@@ -44,7 +44,7 @@ func demoRewrite(tools *delivery.Tools, docs *memhost.Documents, log *slog.Logge
 
 // rewriteNote says in plain words what a rewrite did to the decisions,
 // after who ("Ana rewrote the plan."; who may be a Chat handle).
-func rewriteNote(who string, res delivery.UpdateDocumentResult) string {
+func rewriteNote(who string, res planner.UpdateDocumentResult) string {
 	count := func(n int, one, many string) string {
 		if n == 1 {
 			return "1 " + one

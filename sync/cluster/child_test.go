@@ -26,8 +26,8 @@ import (
 
 	"github.com/accord-crdt/accord/persist/jetstream"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/cluster"
 	"github.com/accord-crdt/accord/sync/server"
 )
@@ -102,7 +102,7 @@ func runChild(name string) error {
 	host := memhost.New()
 	var (
 		mu     sync.Mutex
-		driver *delivery.Driver
+		driver *planner.Driver
 	)
 	poke := func(doc string) {
 		mu.Lock()
@@ -155,14 +155,14 @@ func runChild(name string) error {
 		return err
 	}
 	store.RequireLease(router)
-	opts := delivery.Options{
+	opts := planner.Options{
 		Authorities: cluster.NewOwnerOnly(router, srv), Logger: log,
 		Quiet: 50 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: time.Second, Retry: 200 * time.Millisecond,
 	}
 	host.Wire(&opts)
 	chat.node, chat.die = name, os.Getenv(childDie)
 	opts.Chat = chat
-	d, err := delivery.New(opts)
+	d, err := planner.New(opts)
 	if err != nil {
 		return err
 	}
@@ -265,9 +265,9 @@ type answer struct {
 	Generation uint64 `json:"generation"`
 }
 
-func (c *kvChat) Post(ctx context.Context, doc string, n delivery.Notice) error { return nil }
+func (c *kvChat) Post(ctx context.Context, doc string, n planner.Notice) error { return nil }
 
-func (c *kvChat) Accept(ctx context.Context, doc string, t delivery.Turn) error {
+func (c *kvChat) Accept(ctx context.Context, doc string, t planner.Turn) error {
 	v := acceptedTurn{Doc: doc, ID: t.ID, Node: c.node}
 	for _, a := range t.Answers {
 		v.Answers = append(v.Answers, answer{Decision: a.Decision, Generation: a.Generation})

@@ -21,7 +21,7 @@
 //     talks to that document's one authority and converges with the others,
 //     whichever node it dialled. Router.Handler does the same for a
 //     host's other per-document requests (an HTTP API, MCP).
-//   - OwnerOnly runs host work (question/delivery's Driver, the Planner's
+//   - OwnerOnly runs host work (question/planner's Driver, the Planner's
 //     tools) only on the node holding the document's lease; with a Chat
 //     whose Accept happens once per turn id cluster-wide, each saved
 //     answer is handed to the Planner exactly once, across owner crashes.
@@ -38,7 +38,7 @@
 //		Acquired: func(doc string) { driver.Watch(doc); driver.Poke(doc) },
 //	})
 //	store.RequireLease(router) // no commit for a document whose lease is elsewhere
-//	driver, _ := delivery.New(delivery.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})
+//	driver, _ := planner.New(planner.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})
 //	http.Handle("/sync", router)
 //	http.Handle("/api/", router.Handler(func(r *http.Request) string { return r.URL.Query().Get("doc") }, api))
 //	...

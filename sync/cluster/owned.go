@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // ErrNotOwner is returned by OwnerOnly.Do for a document whose lease this
@@ -14,18 +14,18 @@ import (
 var ErrNotOwner = errors.New("cluster: this node does not hold the document's lease")
 
 // Doer runs host work on a document's authority: sync/server.Server's Do,
-// question/delivery's Authorities.
+// question/planner's Authorities.
 type Doer interface {
 	Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error
 }
 
-// OwnerOnly is a Doer (and so a question/delivery Authorities) that runs
+// OwnerOnly is a Doer (and so a question/planner Authorities) that runs
 // host work only for documents whose lease this node holds, and refuses
 // the rest with ErrNotOwner, applying nothing. Each node of a cluster
 // runs its own answer Driver on an OwnerOnly: a driver whose node is not
 // the owner never loads the document, so it neither claims turns there nor
 // fences the owner's commits by committing under it. The Driver's own
-// calls (delivery.FromDriver) for such a document are skipped without an
+// calls (planner.FromDriver) for such a document are skipped without an
 // error instead, fn not run: the Driver then sees nothing due and looks
 // again at its next poll, rather than logging a failure every retry on
 // every node that is not the owner. Options.Acquired wakes it when this
@@ -51,7 +51,7 @@ func NewOwnerOnly(r *Router, inner Doer) *OwnerOnly { return &OwnerOnly{r: r, in
 // Do runs fn on doc's authority if this node holds doc's lease.
 func (o *OwnerOnly) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
 	if !o.r.Owns(doc) {
-		if delivery.FromDriver(ctx) {
+		if planner.FromDriver(ctx) {
 			return nil
 		}
 		return fmt.Errorf("cluster: %q: %w", doc, ErrNotOwner)

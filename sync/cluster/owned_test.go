@@ -8,8 +8,8 @@ import (
 
 	"github.com/accord-crdt/accord/internal/natstest"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/cluster"
 )
 
@@ -36,9 +36,9 @@ func TestOwnerOnly(t *testing.T) {
 	host := memhost.New()
 	host.Runtime.SetOwner("owned", "ana")
 	host.Members.Add("owned", question.Member{Login: "ana", Write: true})
-	opts := delivery.Options{Authorities: cluster.NewOwnerOnly(b.router, b.srv)}
+	opts := planner.Options{Authorities: cluster.NewOwnerOnly(b.router, b.srv)}
 	host.Wire(&opts)
-	d, err := delivery.New(opts)
+	d, err := planner.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

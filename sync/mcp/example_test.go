@@ -11,8 +11,8 @@ import (
 
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -20,12 +20,12 @@ import (
 // connects with the bearer token and lists them.
 func ExampleNewHandler() {
 	host := memhost.New()
-	host.Docs.Set("plan-1", delivery.Block{ID: "p1", Kind: delivery.Paragraph, Text: "We launch in spring."})
+	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "We launch in spring."})
 	store := memstore.New()
-	local := delivery.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
+	local := planner.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
 		return question.NewAuthority(ctx, question.Options{Store: store, Doc: doc})
 	})
-	tools, _ := delivery.NewTools(delivery.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
+	tools, _ := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
 	h, _ := mcp.NewHandler(mcp.Options{Tools: tools, Turns: host.Chat, Token: "t0ken"})
 	defer h.Close()
 	srv := httptest.NewServer(h)

@@ -2,9 +2,9 @@
 // (streamable HTTP, github.com/modelcontextprotocol/go-sdk), so a real AI
 // agent can be the Planner of a document.
 //
-// It serves every tool of delivery.Tools.Definitions (read_plan,
+// It serves every tool of planner.Tools.Definitions (read_plan,
 // open_decisions, open_decision, ask, suggest_choice, anchor_plan, and the
-// host's edit_plan and update_document when it has a delivery.Editor) with
+// host's edit_plan and update_document when it has a planner.Editor) with
 // their JSON schemas, and await_answers: a blocking call that returns the
 // next Planner turn carrying saved answers.
 //
@@ -16,7 +16,7 @@
 //
 // # Turns exactly once
 //
-// Turns are made by the delivery.Driver as for any host: the waiting
+// Turns are made by the planner.Driver as for any host: the waiting
 // answers are claimed under a fresh id, Chat accepts the turn (its notice
 // carries that id), and the answers are marked delivered. Chat's accepted
 // turns then wait for the agent: await_answers returns the oldest one that
@@ -84,7 +84,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // Turns is the host's Chat as a remote Planner reads it: the turns Chat
@@ -92,14 +92,14 @@ import (
 // (false if it was not running), and Changed, a channel closed at the next
 // accept or finish of a document. memhost.Chat implements it.
 type Turns interface {
-	Pending(doc string) []delivery.Turn
+	Pending(doc string) []planner.Turn
 	Finish(doc, id string) bool
 	Changed(doc string) <-chan struct{}
 }
 
 // Options configures a Handler. Tools is required.
 type Options struct {
-	Tools *delivery.Tools
+	Tools *planner.Tools
 	// Turns, if set, serves await_answers.
 	Turns Turns
 	// Token is the bearer token every request must carry; "" (with no
@@ -419,7 +419,7 @@ func (h *Handler) touch(doc string, delta int) {
 // tool is one served tool: its definition and the schema its input is
 // validated against.
 type tool struct {
-	def    delivery.ToolDef
+	def    planner.ToolDef
 	schema *jsonschema.Resolved
 }
 
@@ -443,7 +443,7 @@ func objectSchema(name, which string, raw json.RawMessage) (*jsonschema.Resolved
 func (h *Handler) tools() ([]tool, error) {
 	defs := h.opts.Tools.Definitions()
 	if h.opts.Turns != nil {
-		defs = append(defs, delivery.ToolDef{
+		defs = append(defs, planner.ToolDef{
 			Name:         "await_answers",
 			Description:  "Wait for the next Planner turn carrying answers people saved to decisions you left open, and get it: {\"turn\": {id, notice, prompt, answers}, \"pending\": n}. Pass the id of the turn you finished as done; until then every call returns that same turn again. With wait_seconds, {\"turn\": null} when none came in time. Cards with a passage are written up by their own write-up; act on the rest.",
 			InputSchema:  json.RawMessage(awaitSchema),
@@ -486,7 +486,7 @@ func (h *Handler) server(r *http.Request) *sdk.Server {
 		Logger:       sdkLogger(h.opts.Logger).With("doc", doc),
 		Instructions: "You are the Planner of plan document " + doc + ". Call read_plan for its revision and block ids, open decisions beside your provisional prose, and call await_answers to receive the answers people save. A tool refused as stale means the plan moved: read it again.",
 	})
-	call := delivery.Call{Doc: doc}
+	call := planner.Call{Doc: doc}
 	for _, t := range tools {
 		s.AddTool(&sdk.Tool{Name: t.def.Name, Description: t.def.Description, InputSchema: t.def.InputSchema, OutputSchema: t.def.OutputSchema}, h.handle(call, t))
 	}
@@ -509,7 +509,7 @@ func toolError(reason question.Reason, msg string) *sdk.CallToolResult {
 // handle runs one tool call: the input is validated against the tool's
 // schema, then decoded strictly by the tool itself. Every failure is a
 // tool error the agent can read and correct; a panic is one too.
-func (h *Handler) handle(call delivery.Call, t tool) sdk.ToolHandler {
+func (h *Handler) handle(call planner.Call, t tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -615,15 +615,15 @@ type Awaited struct {
 
 // TurnOut is a turn as the agent reads it.
 type TurnOut struct {
-	ID      string                `json:"id"`
-	Notice  string                `json:"notice"`
-	Prompt  string                `json:"prompt"`
-	Answers []delivery.TurnAnswer `json:"answers"`
+	ID      string               `json:"id"`
+	Notice  string               `json:"notice"`
+	Prompt  string               `json:"prompt"`
+	Answers []planner.TurnAnswer `json:"answers"`
 }
 
 const maxWait = 3600
 
-func (h *Handler) await(ctx context.Context, call delivery.Call, raw json.RawMessage) (any, error) {
+func (h *Handler) await(ctx context.Context, call planner.Call, raw json.RawMessage) (any, error) {
 	var in AwaitInput
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
@@ -687,7 +687,7 @@ var awaitOutput = `{
         "id": {"type": "string", "description": "pass it back as done once you acted on the turn"},
         "notice": {"type": "string"},
         "prompt": {"type": "string"},
-        "answers": {"type": "array", "items": ` + delivery.TurnAnswerSchema + `}
+        "answers": {"type": "array", "items": ` + planner.TurnAnswerSchema + `}
       },
       "required": ["id", "notice", "prompt", "answers"],
       "description": "the next turn; null when wait_seconds passed without one"

@@ -17,8 +17,8 @@ import (
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -34,8 +34,8 @@ var ana = question.Member{Login: "ana", Write: true}
 type rig struct {
 	t     *testing.T
 	host  *memhost.Host
-	local *delivery.Local
-	d     *delivery.Driver
+	local *planner.Local
+	d     *planner.Driver
 	h     *mcp.Handler
 	srv   *httptest.Server
 }
@@ -45,16 +45,16 @@ func newRig(t *testing.T, adjust ...func(*mcp.Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, host: memhost.New()}
 	r.host.Docs.Set(doc,
-		delivery.Block{ID: "title", Kind: delivery.Title, Text: "Launch plan"},
-		delivery.Block{ID: "h-onb", Kind: delivery.Heading, Text: "Onboarding"},
-		delivery.Block{ID: "p-onb", Kind: delivery.Paragraph, Text: "People sign up."},
+		planner.Block{ID: "title", Kind: planner.Title, Text: "Launch plan"},
+		planner.Block{ID: "h-onb", Kind: planner.Heading, Text: "Onboarding"},
+		planner.Block{ID: "p-onb", Kind: planner.Paragraph, Text: "People sign up."},
 	)
 	r.host.Members.Add(doc, ana)
 	r.host.Runtime.SetOwner(doc, "ana")
 	store := memstore.New()
 	n := 0
 	var mu sync.Mutex
-	r.local = delivery.NewLocal(func(ctx context.Context, d string) (*question.Authority, error) {
+	r.local = planner.NewLocal(func(ctx context.Context, d string) (*question.Authority, error) {
 		return question.NewAuthority(ctx, question.Options{Store: store, Doc: d, NewID: func() string {
 			mu.Lock()
 			defer mu.Unlock()
@@ -62,15 +62,15 @@ func newRig(t *testing.T, adjust ...func(*mcp.Options)) *rig {
 			return fmt.Sprintf("d%d", n)
 		}})
 	})
-	opts := delivery.Options{Authorities: r.local, Quiet: 20 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Retry: 20 * time.Millisecond}
+	opts := planner.Options{Authorities: r.local, Quiet: 20 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Retry: 20 * time.Millisecond}
 	r.host.Wire(&opts)
 	var err error
-	if r.d, err = delivery.New(opts); err != nil {
+	if r.d, err = planner.New(opts); err != nil {
 		t.Fatal(err)
 	}
 	r.local.OnChange(r.d.Poke)
 	r.host.Runtime.OnChange(func(string) { r.d.PokeAll() })
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: r.local, Document: r.host.Docs, Editor: r.host.Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: r.local, Document: r.host.Docs, Editor: r.host.Docs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func (r *rig) save(id, answer string) {
 
 func (r *rig) open(t *testing.T, cs *sdk.ClientSession, key string) string {
 	t.Helper()
-	var out delivery.OpenedDecisions
+	var out planner.OpenedDecisions
 	ok(t, cs, "open_decisions", map[string]any{"cards": []map[string]any{{
 		"revision": r.host.Docs.Revision(doc), "key": key, "blocks": []string{"p-onb"},
 		"question": "How should onboarding work?", "response": "text", "options": []any{},
@@ -239,7 +239,7 @@ func TestMCPAgentOpensDecisions(t *testing.T) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
 	id := r.open(t, cs, "onboarding")
-	var single delivery.Opened
+	var single planner.Opened
 	ok(t, cs, "open_decision", map[string]any{"revision": r.host.Docs.Revision(doc), "key": "owner", "question": "Who owns onboarding?", "block": "h-onb"}, &single)
 	again := r.open(t, cs, "onboarding")
 	if again != id {
@@ -257,7 +257,7 @@ func TestMCPAgentOpensDecisions(t *testing.T) {
 	}
 	cards := 0
 	for _, b := range r.host.Docs.Blocks(doc) {
-		if b.Kind == delivery.Card {
+		if b.Kind == planner.Card {
 			cards++
 		}
 	}
@@ -355,7 +355,7 @@ func TestMCPAwaitAnswersAfterADrop(t *testing.T) {
 			}
 			id := r.open(t, first, "onboarding")
 			ctx, drop := context.WithCancel(context.Background())
-			hook := func(string, delivery.Turn) error {
+			hook := func(string, planner.Turn) error {
 				drop()
 				go first.Close() // the connection goes away
 				return nil

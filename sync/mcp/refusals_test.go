@@ -15,8 +15,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -91,9 +91,9 @@ func atLeast(recs []logRecord, level slog.Level) []logRecord {
 // the others leave none.
 func TestRefusalsSayWhy(t *testing.T) {
 	host := memhost.New()
-	host.Docs.Set("plan-1", delivery.Block{ID: "p1", Kind: delivery.Paragraph, Text: "Plan one."})
-	host.Docs.Set("plan-2", delivery.Block{ID: "p2", Kind: delivery.Paragraph, Text: "Plan two."})
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: delivery.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
+	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "Plan one."})
+	host.Docs.Set("plan-2", planner.Block{ID: "p2", Kind: planner.Paragraph, Text: "Plan two."})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -88,12 +88,12 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 	}
 	bg := context.Background()
 
-	var plan delivery.ReadPlanResult
+	var plan planner.ReadPlanResult
 	result(bg, "read_plan", map[string]any{}, &plan)
 	if plan.Revision != r.host.Docs.Revision(doc) || len(plan.Blocks) != 3 || plan.Blocks[2].ID != "p-onb" {
 		t.Fatalf("read_plan = %+v", plan)
 	}
-	var opened delivery.OpenedDecisions
+	var opened planner.OpenedDecisions
 	result(bg, "open_decisions", map[string]any{"cards": []map[string]any{
 		{"revision": plan.Revision, "key": "written", "blocks": []string{"p-onb"}, "question": "How should onboarding work?", "response": "text", "options": []any{}},
 		{"revision": plan.Revision, "key": "choice", "blocks": []string{"p-onb"}, "question": "Which sign-up?", "options": []map[string]any{{"label": "Email"}, {"label": "SSO"}}},
@@ -102,7 +102,7 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 		t.Fatalf("open_decisions = %+v", opened)
 	}
 	written, choice := opened.Decisions[0].ID, opened.Decisions[1].ID
-	var single delivery.Opened
+	var single planner.Opened
 	result(bg, "open_decision", map[string]any{"revision": plan.Revision, "key": "owner", "question": "Who owns onboarding?", "block": "h-onb"}, &single)
 	if single.Link != "h-onb" {
 		t.Fatalf("open_decision = %+v", single)
@@ -113,13 +113,13 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 		option = rec.Definition.Questions[0].Options[0].ID
 		return nil
 	})
-	var suggested delivery.Suggested
+	var suggested planner.Suggested
 	result(bg, "suggest_choice", map[string]any{"decision": choice, "options": []string{option}}, &suggested)
 
 	result(bg, "read_plan", map[string]any{}, &plan)
-	var edited delivery.EditPlanResult
+	var edited planner.EditPlanResult
 	result(bg, "edit_plan", map[string]any{"revision": plan.Revision, "edits": []map[string]any{{"op": "insert", "after": "p-onb", "kind": "paragraph", "text": "Invites come by email."}}}, &edited)
-	var anchored delivery.Anchored
+	var anchored planner.Anchored
 	result(bg, "anchor_plan", map[string]any{"revision": edited.Revision, "decisions": []string{written}, "blocks": []string{"p-onb", edited.Inserted[0]}}, &anchored)
 	if len(anchored.Decisions) != 2 { // the choice shares the written card's scope
 		t.Fatalf("anchor_plan = %+v", anchored)
@@ -150,7 +150,7 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 	r.save(askID, "eu-west")
 	select {
 	case got := <-asked:
-		var a delivery.Asked
+		var a planner.Asked
 		check("ask", got.res, got.err, &a)
 		if a.Status != "answered" || a.Answer == nil || a.Answer.Questions[0].Answer != "eu-west" {
 			t.Fatalf("ask = %+v", a)
@@ -172,7 +172,7 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 		t.Fatalf("await_answers after done = %+v", none)
 	}
 
-	var rewrite delivery.UpdateDocumentResult
+	var rewrite planner.UpdateDocumentResult
 	result(bg, "update_document", map[string]any{"blocks": []map[string]any{
 		{"id": "title", "kind": "title", "text": "Launch plan"}, {"kind": "heading", "text": "Sign-up"}, {"kind": "paragraph", "text": "People sign up with a link."},
 	}}, &rewrite)

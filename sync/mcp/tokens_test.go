@@ -13,8 +13,8 @@ import (
 
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
-	"github.com/accord-crdt/accord/question/delivery/memhost"
+	"github.com/accord-crdt/accord/question/planner"
+	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -24,7 +24,7 @@ import (
 // reach every document.
 func TestTokensLimitedToDocuments(t *testing.T) {
 	host := memhost.New()
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: delivery.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +67,13 @@ func TestTokensLimitedToDocuments(t *testing.T) {
 // nothing of plan-2, and the session goes on working for tok-two.
 func TestSessionBoundToItsToken(t *testing.T) {
 	host := memhost.New()
-	host.Docs.Set("plan-1", delivery.Block{ID: "p1", Kind: delivery.Paragraph, Text: "Plan one's paragraph."})
-	host.Docs.Set("plan-2", delivery.Block{ID: "p2", Kind: delivery.Paragraph, Text: "Plan two's secret paragraph."})
+	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "Plan one's paragraph."})
+	host.Docs.Set("plan-2", planner.Block{ID: "p2", Kind: planner.Paragraph, Text: "Plan two's secret paragraph."})
 	store := memstore.New()
-	local := delivery.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
+	local := planner.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
 		return question.NewAuthority(ctx, question.Options{Store: store, Doc: doc})
 	})
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSessionBoundToItsToken(t *testing.T) {
 		}
 	}
 	// The refused DELETEs did not end the session.
-	var plan delivery.ReadPlanResult
+	var plan planner.ReadPlanResult
 	ok(t, cs, "read_plan", map[string]any{}, &plan)
 	if len(plan.Blocks) != 1 || plan.Blocks[0].Text != secret {
 		t.Fatalf("tok-two's session after the refusals reads %+v", plan.Blocks)
@@ -163,7 +163,7 @@ func TestSessionBoundToItsToken(t *testing.T) {
 // TestTokensWithSpacesRefused: a token that cannot travel as one word of
 // an Authorization header fails the host at start, never an agent later.
 func TestTokensWithSpacesRefused(t *testing.T) {
-	tools, err := delivery.NewTools(delivery.ToolsOptions{Authorities: delivery.NewLocal(nil), Document: memhost.New().Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: memhost.New().Docs})
 	if err != nil {
 		t.Fatal(err)
 	}

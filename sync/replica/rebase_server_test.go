@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -56,7 +55,7 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	}
 	// Ben adds to the text he sees: the last replacement, once it is here
 	// (a splice made on an older text would add his text beside Ana's).
-	testutil.Eventually(t, "ben holds the last replacement", func() bool {
+	eventually(t, "ben holds the last replacement", func() bool {
 		d, _, err := ben.Draft(id)
 		return err == nil && d.Questions["note"].Text == last
 	})
@@ -68,7 +67,7 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	}
 	want := last + " Ben was here."
 	for _, c := range []*replica.Client{ana, ben} {
-		testutil.Eventually(t, "both hold the last text", func() bool {
+		eventually(t, "both hold the last text", func() bool {
 			d, _, err := c.Draft(id)
 			return err == nil && d.Questions["note"].Text == want
 		})
@@ -137,13 +136,13 @@ func TestQuietRebaseThroughTheServer(t *testing.T) {
 		count(n)
 	}
 	stopped := time.Now()
-	testutil.Eventually(t, "the server rebases the decision once the edits stop", func() bool { return rebases.count() == 1 })
+	eventually(t, "the server rebases the decision once the edits stop", func() bool { return rebases.count() == 1 })
 	if at := rebases.first(); at.Before(stopped) {
 		t.Fatalf("the server rebased the decision while it was being edited (%v before the last edit returned)", stopped.Sub(at))
 	}
 	count(edits + 1)
 	for _, c := range []*replica.Client{ana, ben} {
-		testutil.Eventually(t, "both hold the edit made after the rebase", func() bool {
+		eventually(t, "both hold the edit made after the rebase", func() bool {
 			d, _, err := c.Draft(id)
 			return err == nil && d.Questions["count"].Text == fmt.Sprint(edits+1)
 		})

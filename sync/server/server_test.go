@@ -15,7 +15,7 @@ import (
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/delivery"
+	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -424,7 +424,7 @@ func TestSyncProtocolCatchUpAndCraftedMessages(t *testing.T) {
 func TestDoRunsOnTheDocumentAndAnnounces(t *testing.T) {
 	ts := startServer(t, "")
 	ana := dial(t, ts, "ana", wire.Binary)
-	var _ delivery.Authorities = ts.srv // the server drives answer delivery
+	var _ planner.Authorities = ts.srv // the server drives answer delivery
 	planner := question.Member{Login: "planner", Write: true}
 	err := ts.srv.Do(context.Background(), "plan-1", func(a *question.Authority) error {
 		_, err := a.Create(context.Background(), planner, []question.CreateRequest{{Key: "p1", Origin: question.FromPlanner,
