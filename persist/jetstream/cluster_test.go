@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
 	"github.com/accord-crdt/accord/persist/storetest"
@@ -21,16 +22,14 @@ import (
 func openR3(t *testing.T, url, stream string) *jetstream.Store {
 	t.Helper()
 	nc := natstest.Connect(t, url)
-	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var s *jetstream.Store
-		if s, err = jetstream.Open(context.Background(), nc, &jetstream.Options{Stream: stream, Replicas: 3}); err == nil {
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		}
-	}
-	t.Fatalf("Open R3 %s through %s: %v", stream, url, err)
-	return nil
+	var s *jetstream.Store
+	testutil.EventuallyWithin(t, 15*time.Second, "Open R3 "+stream+" through "+url, func() (bool, string) {
+		var err error
+		s, err = jetstream.Open(context.Background(), nc, &jetstream.Options{Stream: stream, Replicas: 3})
+		return err == nil, fmt.Sprint(err)
+	})
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // TestStoreR3 runs the conformance suite on three-replica streams of a
@@ -198,13 +197,10 @@ func TestR3LeaderLoss(t *testing.T) {
 	}
 	c.Start(leader)
 	alone := openR3(t, c.URL(leader), "LOSS")
-	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = check(alone); err == nil {
-			return
-		}
-	}
-	t.Fatalf("through the restarted n%d: %v", leader, err)
+	testutil.EventuallyWithin(t, 15*time.Second, fmt.Sprintf("the acknowledged writes through the restarted n%d", leader), func() (bool, string) {
+		err := check(alone)
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 func streamLeader(t *testing.T, c *natstest.Cluster, stream string) int {
