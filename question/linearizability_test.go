@@ -26,6 +26,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/porcupinetest"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 )
@@ -544,9 +545,8 @@ func TestLinearizableDecision(t *testing.T) {
 			}
 		}
 		ops += len(hist)
-		res := porcupine.CheckOperationsTimeout(linModel, hist, 10*time.Second)
-		if res != porcupine.Ok {
-			t.Fatalf("history %d (seed %d) is %v:\n%s", h, seed+uint64(h), res, linDescribe(hist))
+		if _, failure := porcupinetest.Verdict(t, fmt.Sprintf("history %d (seed %d)", h, seed+uint64(h)), linModel, hist, 10*time.Second); failure != "" {
+			t.Fatalf("%s:\n%s", failure, linDescribe(hist))
 		}
 	}
 	t.Logf("linearizability: %d histories, %d operations (%d answered ones overlapping another answered one; %d accepted, %d of them repeated appends; refused %v; %d replies lost), all linearizable, in %v",
