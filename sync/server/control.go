@@ -38,6 +38,9 @@ type Stats struct {
 	// PresenceDropped counts presence frames not relayed: sent faster
 	// than Options.PresenceRate, or before the connection's welcome.
 	PresenceDropped uint64
+	// GatherWaits counts the groups of draft edits that waited for other
+	// editors' edits before their commit (Options.GroupWait).
+	GatherWaits uint64
 }
 
 // Stats returns the Server's current figures.
@@ -55,6 +58,7 @@ func (s *Server) Stats() Stats {
 	st.RateCloses = s.stats.rateCloses.Load()
 	st.RefusedUpgrades = s.stats.refusedUpgrades.Load()
 	st.PresenceDropped = s.stats.presenceDropped.Load()
+	st.GatherWaits = s.stats.gatherWaits.Load()
 	return st
 }
 

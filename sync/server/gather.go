@@ -16,6 +16,12 @@ import "time"
 // else in the group (a save, a join, a host's Do, a rebase) ends the wait
 // at once. Only the replies and the broadcast wait: the edits are decided
 // (and refused or accepted) as they arrive, in order.
+//
+// A group waits only while another edit is expected within the wait: the
+// document's accepted edits have lately come less than GroupWait apart.
+// People editing at human rates, a few edits a second across the
+// document, are never kept waiting for an edit that would not come in
+// time; a burst of many editors is gathered.
 
 // recentEditor is how long after its last edit a connection still counts
 // as one of the document's editors.
@@ -27,6 +33,37 @@ type gathering struct {
 	editors map[*conn]bool // connections with an accepted edit in it
 	other   bool           // it holds something besides accepted draft edits
 	timer   *time.Timer    // armed while the group waits
+	// lastEdit is when the document's last draft edit was accepted, and
+	// gap the moving average of the time between its accepted edits
+	// (zero: fewer than two seen). Both outlive the group.
+	lastEdit time.Time
+	gap      time.Duration
+	waiting bool // the forming group has waited (counted in Stats.GatherWaits)
+}
+
+// gapWeight is the weight of the newest interval in gathering.gap: an
+// average over the last few edits, so one quick pair in a slow stream
+// does not start a wait, and a burst is seen within a few edits.
+const gapWeight = 2
+
+// noteArrival records an accepted draft edit's time in the document's
+// edit rate.
+func (g *gathering) noteArrival(now time.Time) {
+	if !g.lastEdit.IsZero() {
+		s := max(now.Sub(g.lastEdit), time.Nanosecond)
+		if g.gap == 0 {
+			g.gap = s
+		} else {
+			g.gap += (s - g.gap) / gapWeight
+		}
+	}
+	g.lastEdit = now
+}
+
+// expectsEdit reports whether another draft edit is expected within
+// groupWait: the document's edits have lately come closer together.
+func (g *gathering) expectsEdit(groupWait time.Duration) bool {
+	return g.gap > 0 && g.gap < groupWait
 }
 
 // noteOp records an op decided into the forming group.
@@ -39,6 +76,7 @@ func (g *gathering) noteOp(now time.Time) {
 // noteEdit records c's accepted draft edit in the forming group.
 func (d *document) noteEdit(c *conn, now time.Time) {
 	d.gather.editors[c] = true
+	d.gather.noteArrival(now)
 	d.recent[c] = now
 }
 
@@ -57,7 +95,7 @@ func (d *document) wait(now time.Time) time.Duration {
 		}
 		editors++
 	}
-	if editors < 2 || len(g.editors) >= editors {
+	if editors < 2 || len(g.editors) >= editors || !g.expectsEdit(d.s.opts.GroupWait) {
 		return 0
 	}
 	return g.start.Add(d.s.opts.GroupWait).Sub(now)
@@ -70,6 +108,10 @@ func (d *document) commitGathered() {
 		return
 	}
 	if w := d.wait(time.Now()); w > 0 {
+		if !d.gather.waiting {
+			d.gather.waiting = true
+			d.s.stats.gatherWaits.Add(1)
+		}
 		if d.gather.timer == nil {
 			d.gather.timer = time.NewTimer(w)
 		} else {
@@ -96,7 +138,7 @@ func (d *document) endGather() {
 		d.gather.timer.Stop()
 	}
 	clear(d.gather.editors)
-	d.gather.start, d.gather.other = time.Time{}, false
+	d.gather.start, d.gather.other, d.gather.waiting = time.Time{}, false, false
 }
 
 // pendingOps counts the ops of the groups waiting for a commit.

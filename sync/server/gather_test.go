@@ -144,3 +144,27 @@ func waitForPeer(t *testing.T, p *peer, id string, ok func(d *crdt.Doc) bool) {
 		p.next()
 	}
 }
+
+// TestSparseEditsDoNotWait: two members editing at human rates, an edit
+// every few hundred milliseconds between them, are never kept waiting for
+// each other: no edit is expected within GroupWait, so each group is
+// committed at once. The sleeps set the pace of the edits; a slow machine
+// only spaces them further.
+func TestSparseEditsDoNotWait(t *testing.T) {
+	ts := startServerWith(t, "", server.Options{GroupWait: 40 * time.Millisecond})
+	ana, cy, id := twoEditors(t, ts)
+	waits := ts.srv.Stats().GatherWaits
+	for i, m := range []marks.Mark{marks.No, marks.Yes, marks.Partly, marks.No} {
+		time.Sleep(300 * time.Millisecond)
+		p, cell := ana, "email"
+		if i%2 == 1 {
+			p, cell = cy, "sms"
+		}
+		if r := p.edit(id, setMark(cell, m)); !r.OK {
+			t.Fatalf("edit %d: %+v", i, r)
+		}
+	}
+	if n := ts.srv.Stats().GatherWaits - waits; n != 0 {
+		t.Fatalf("%d groups of sparse edits waited for more edits; want none", n)
+	}
+}

@@ -43,7 +43,7 @@ type Server struct {
 type counters struct {
 	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 	throttled, rateCloses, refusedUpgrades                            atomic.Uint64
-	presenceDropped                                                   atomic.Uint64
+	presenceDropped, gatherWaits                                      atomic.Uint64
 }
 
 // New returns a Server.
