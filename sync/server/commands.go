@@ -50,7 +50,7 @@ func (d *document) create(ctx context.Context, c *conn, m *wire.Create) {
 		}
 		rec := o.Record
 		d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: rec.ID, Record: &rec, By: c.member.Login})
-		d.hold(delivery{msg: d.catchUp(rec.ID, nil), joins: d.joins})
+		d.hold(outgoing{msg: d.catchUp(rec.ID, nil), joins: d.joins})
 	}
 }
 
@@ -148,10 +148,7 @@ func (d *document) target(ctx context.Context, c *conn, m *wire.Target) {
 		event = wire.KindDiscarded
 	case wire.KindExpand, wire.KindPage:
 		res.Record, err = d.auth.Expand(ctx, c.member, m.ID, func(ctx context.Context, channel string) error {
-			if d.s.opts.EnsureChannel == nil {
-				return nil
-			}
-			return d.s.opts.EnsureChannel(ctx, d.id, channel)
+			return d.s.opts.Host.EnsureChannel(ctx, d.id, channel)
 		})
 		event = wire.KindMeta
 	}
@@ -308,6 +305,6 @@ func (d *document) sync(ctx context.Context, c *conn, m *wire.Sync) {
 		return
 	}
 	if out, ok := sess.Generate(); ok {
-		d.hold(delivery{to: c, msg: &encoded{msg: &wire.Sync{Header: wire.Header{Kind: wire.KindSync}, ID: m.ID, Msg: out}}})
+		d.hold(outgoing{to: c, msg: &encoded{msg: &wire.Sync{Header: wire.Header{Kind: wire.KindSync}, ID: m.ID, Msg: out}}})
 	}
 }

@@ -148,21 +148,36 @@ func TestReauthorizeAndRevoke(t *testing.T) {
 	}
 }
 
+// commitLog is a Host that keeps the decisions of each group committed
+// to plan-1.
+type commitLog struct {
+	server.NopHost
+	mu     sync.Mutex
+	groups [][]string
+}
+
+func (l *commitLog) Committed(doc string, decisions []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if doc == "plan-1" {
+		l.groups = append(l.groups, decisions)
+	}
+}
+
+func (l *commitLog) got() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.groups)
+}
+
 // TestStatsAndCommittedHook: Stats counts connections, documents,
 // commits, frames and refusals as real traffic flows, and the Committed
-// hook names exactly the decisions each group wrote.
+// Host.Committed names exactly the decisions each group wrote.
 func TestStatsAndCommittedHook(t *testing.T) {
-	var mu sync.Mutex
-	var groups [][]string
+	log := &commitLog{}
 	ts := startWith(t, setup{tune: func(o *server.Options) {
 		o.Outbox = 64
-		o.Committed = func(doc string, decisions []string) {
-			mu.Lock()
-			defer mu.Unlock()
-			if doc == "plan-1" {
-				groups = append(groups, decisions)
-			}
-		}
+		o.Host = log
 	}})
 	if st := ts.srv.Stats(); st != (server.Stats{}) {
 		t.Fatalf("a new server's stats: %+v", st)
@@ -197,9 +212,7 @@ func TestStatsAndCommittedHook(t *testing.T) {
 		t.Fatal("a rogue mark was accepted")
 	}
 
-	mu.Lock()
-	got := slices.Clone(groups)
-	mu.Unlock()
+	got := log.got()
 	want := [][]string{{a, b}, {a}}
 	slices.Sort(want[0])
 	if len(got) != 2 || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {

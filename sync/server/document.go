@@ -61,7 +61,7 @@ type document struct {
 	hellos []pendingJoin
 	// joining holds the decisions each new conn has still to be sent.
 	joining map[*conn]*joinCursor
-	held    []delivery
+	held    []outgoing
 	// committing is the group whose Writes (commitW) the store is
 	// committing now; the result arrives on commitDone. pending are the
 	// groups decided since, whose Writes wait in pipe for the next commit.
@@ -144,7 +144,7 @@ func (d *document) run() {
 		QuietRebase: d.s.opts.QuietRebase > 0,
 		Durable:     func(settle func(bool)) { d.afterFlush = append(d.afterFlush, settle) },
 		ImplementationActive: func(id string) bool {
-			return d.s.opts.ImplementationActive != nil && d.s.opts.ImplementationActive(d.id, id)
+			return d.s.opts.Host.ImplementationActive(d.id, id)
 		},
 	})
 	if d.loadErr != nil {
@@ -305,9 +305,7 @@ func (d *document) handle(ctx context.Context, o op) {
 	switch m := o.msg.(type) {
 	case *wire.Hello:
 		d.join(o.c, m)
-		if fn := d.s.opts.Opened; fn != nil {
-			fn(d.id, o.c.member.Login)
-		}
+		d.s.opts.Host.Opened(d.id, o.c.member.Login)
 	case *wire.Create:
 		d.create(ctx, o.c, m)
 	case *wire.Edit:
@@ -377,7 +375,7 @@ func (d *document) runDo(ctx context.Context, o op) {
 		switch {
 		case !existed:
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindCreated}, ID: r.ID, Record: &r, By: r.CreatedBy})
-			d.hold(delivery{msg: d.catchUp(r.ID, nil), joins: d.joins})
+			d.hold(outgoing{msg: d.catchUp(r.ID, nil), joins: d.joins})
 		case !sameRecord(old, r):
 			d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: r.ID, Record: &r})
 			d.broadcastChanges(r.ID, heads[r.ID], "")

@@ -1,19 +1,16 @@
 package server
 
+// The findings commands (question:explore, question:explore-stop,
+// question:take): the host's checks (Host.Work, CancelWork, KnownMember),
+// then the authority's decision, then the reply, question:meta and the
+// host's notice (Host.FindingsChanged) once durable.
+
 import (
 	"context"
 
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
 )
-
-// ResearchHost is the host's research requests and investigations, as
-// question/planner/research.Host describes them. The document's goroutine asks it
-// when a member attaches or stops work, so its calls must be quick.
-type ResearchHost interface {
-	Work(ctx context.Context, doc string, kind question.FindingKind, ref string) (question.Work, error)
-	Cancel(ctx context.Context, doc string, kind question.FindingKind, ref string) (question.Work, error)
-}
 
 // explore attaches started work or asks a member (question:explore). The
 // host's check comes first, then the commit; the reply and question:meta
@@ -31,7 +28,7 @@ func (d *document) explore(ctx context.Context, c *conn, m *wire.Explore) {
 	case set != 1:
 		err = &question.Refusal{Reason: question.Invalid, Message: "question:explore names exactly one of request, investigation and member"}
 	case m.Member != "":
-		if known := d.s.opts.KnownMember; known != nil && !known(d.id, m.Member) {
+		if !d.s.opts.Host.KnownMember(d.id, m.Member) {
 			err = &question.Refusal{Reason: question.NotFound, Message: m.Member + " is not a member of this document"}
 			break
 		}
@@ -70,25 +67,17 @@ func (d *document) findingDone(c *conn, h wire.Header, id string, res question.F
 		return
 	}
 	d.broadcast(nil, &wire.Event{Header: wire.Header{Kind: wire.KindMeta}, ID: id, Record: &rec, By: c.member.Login})
-	if fn := d.s.opts.FindingsChanged; fn != nil {
-		d.afterFlush = append(d.afterFlush, func(durable bool) {
-			if durable {
-				fn(d.id)
-			}
-		})
-	}
+	d.afterFlush = append(d.afterFlush, func(durable bool) {
+		if durable {
+			d.s.opts.Host.FindingsChanged(d.id)
+		}
+	})
 }
 
 func (d *document) checkWork(ctx context.Context, kind question.FindingKind, ref string) (question.Work, error) {
-	if d.s.opts.Research == nil {
-		return question.Work{}, &question.Refusal{Reason: question.Unavailable, Message: "this server runs no research or investigations"}
-	}
-	return d.s.opts.Research.Work(ctx, d.id, kind, ref)
+	return d.s.opts.Host.Work(ctx, d.id, kind, ref)
 }
 
 func (d *document) cancelWork(ctx context.Context, kind question.FindingKind, ref string) (question.Work, error) {
-	if d.s.opts.Research == nil {
-		return question.Work{Status: question.WorkCancelled}, nil
-	}
-	return d.s.opts.Research.Cancel(ctx, d.id, kind, ref)
+	return d.s.opts.Host.CancelWork(ctx, d.id, kind, ref)
 }

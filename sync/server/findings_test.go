@@ -47,6 +47,26 @@ func (h *workHost) Cancel(ctx context.Context, doc string, k question.FindingKin
 	return w, err
 }
 
+// findingsHost is the server's Host: the research of work, a watcher
+// told of every change and every join, and every member but "nobody".
+type findingsHost struct {
+	server.NopHost
+	work *workHost
+	w    *research.Watcher
+}
+
+func (h *findingsHost) Work(ctx context.Context, doc string, k question.FindingKind, ref string) (question.Work, error) {
+	return h.work.Work(ctx, doc, k, ref)
+}
+
+func (h *findingsHost) CancelWork(ctx context.Context, doc string, k question.FindingKind, ref string) (question.Work, error) {
+	return h.work.Cancel(ctx, doc, k, ref)
+}
+
+func (h *findingsHost) KnownMember(doc, login string) bool { return login != "nobody" }
+func (h *findingsHost) FindingsChanged(doc string)         { h.w.Poke(doc) }
+func (h *findingsHost) Opened(doc, _ string)               { h.w.Poke(doc) }
+
 // startResearchServer is a server whose host runs research, with a
 // research watcher posting to an in-memory Chat.
 func startResearchServer(t *testing.T) (*testServer, *workHost, *memhost.Chat, *research.Watcher) {
@@ -55,25 +75,22 @@ func startResearchServer(t *testing.T) (*testServer, *workHost, *memhost.Chat, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := &workHost{work: map[string]question.Work{}}
+	work := &workHost{work: map[string]question.Work{}}
 	chat := memhost.NewChat()
-	var w *research.Watcher
-	srv, err := server.New(server.Options{Store: st, Authorize: authorize, Research: host,
-		KnownMember:     func(doc, login string) bool { return login != "nobody" },
-		FindingsChanged: func(doc string) { w.Poke(doc) },
-		Opened:          func(doc, _ string) { w.Poke(doc) },
-	})
+	host := &findingsHost{work: work}
+	srv, err := server.New(server.Options{Store: st, Authorize: authorize, Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err = research.New(research.Options{Authorities: srv, Host: host, Chat: chat, RetryAfter: 50 * time.Millisecond})
+	w, err := research.New(research.Options{Authorities: srv, Host: work, Chat: chat, RetryAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	host.w = w
 	hs := httptest.NewServer(srv)
 	ts := &testServer{t: t, url: "ws" + strings.TrimPrefix(hs.URL, "http"), srv: srv, hs: hs, store: st}
 	t.Cleanup(func() { w.Close(); ts.stop() })
-	return ts, host, chat, w
+	return ts, work, chat, w
 }
 
 func (p *peer) explore(m *wire.Explore) *wire.Reply {

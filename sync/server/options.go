@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -38,35 +37,12 @@ type Options struct {
 	// Now and NewID are handed to each document's authority.
 	Now   func() time.Time
 	NewID func() string
-	// ImplementationActive reports whether a decision's implementation is
-	// running (its definition is then frozen).
-	ImplementationActive func(doc, decision string) bool
-	// EnsureChannel creates a decision's child channel in the host; nil
-	// accepts every expand without creating anything.
-	EnsureChannel func(ctx context.Context, doc, channel string) error
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
-	// Research checks and cancels the work findings follow when a member
-	// attaches or stops it (question:explore, question:explore-stop); nil
-	// refuses research and investigations as unavailable (asks still work).
-	Research ResearchHost
-	// KnownMember, if set, reports whether login is a member of doc who can
-	// be asked (question:explore with member); nil asks anyone named.
-	KnownMember func(doc, login string) bool
-	// FindingsChanged, if set, is called (on the document's goroutine; it
-	// must not block) after a findings command committed, so a host's
-	// research watcher posts the notice it may owe (research.Watcher.Poke).
-	FindingsChanged func(doc string)
-	// Opened, if set, is called (on the document's goroutine; it must not
-	// block) whenever a member joins a document, so a host can sweep its
-	// findings (research.Watcher.Poke).
-	Opened func(doc, login string)
-	// Committed, if set, is called (on the document's goroutine; it must
-	// not block) after each group of commands was committed, with the ids
-	// of the decisions whose record, draft, projection or answer row the
-	// group wrote (sorted, each once), so a host can wake work that
-	// follows saves, such as answer delivery.
-	Committed func(doc string, decisions []string)
+	// Host is the application around the engine: running
+	// implementations, pages, research, and the notifications of joins,
+	// findings and commits. nil is NopHost.
+	Host Host
 
 	// MaxConnections caps open connections (default 4096).
 	MaxConnections int
@@ -97,9 +73,11 @@ type Options struct {
 	QuietRebase time.Duration
 	// GroupWait is the longest a document's next group of draft edits
 	// waits for more edits before its commit, while two or more
-	// connections edit it together (default 20 ms; negative: never). The
-	// group ends sooner once every recent editor has an edit in it, and
-	// at once for anything but draft edits. A group's replies and
+	// connections edit it together and its edits come less than
+	// GroupWait apart on average (default 20 ms; negative: never): people
+	// editing at human rates never wait. The group ends sooner once every
+	// recent editor has an edit in it, and at once for anything but draft
+	// edits. A group's replies and
 	// broadcast go out after its commit, so they wait too; in exchange
 	// every replica applies fewer, larger frames, and the server commits
 	// and writes less per edit. A lone editor never waits.
@@ -178,6 +156,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Host == nil {
+		o.Host = NopHost{}
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = 4096

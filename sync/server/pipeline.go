@@ -20,8 +20,8 @@ import (
 // starts, what each connection is sent of it, in order (accepted draft
 // edits possibly sent already: see commitNext).
 type stage struct {
-	held  []delivery
-	plan  groupPlan
+	held  []outgoing
+	out   fanout
 	after []func(durable bool)
 	// early holds the connections sent frames of this stage before its
 	// commit; if the commit fails they hold changes the store lacks.
@@ -46,7 +46,7 @@ func (d *document) seal(ops int) {
 
 // commitNext starts committing the pending groups, unless a commit runs
 // already: their Writes in one durable transaction, their frames as one
-// group's (planGroup coalesces each decision's changes across them). The
+// group's (fanOut coalesces each decision's changes across them). The
 // document goroutine goes on deciding ops meanwhile (accepting) and hears
 // the result on commitDone.
 //
@@ -75,8 +75,8 @@ func (d *document) commitNext() {
 		d.announce(g)
 		return
 	}
-	g.plan = d.planGroup(g.held)
-	g.early = d.sendEarly(g.plan)
+	g.out = d.fanOut(g.held)
+	g.early = d.sendEarly(g.out)
 	d.committing, d.commitW, d.commitStart = g, w, time.Now()
 	store, id := d.s.opts.Store, d.id
 	go func() { d.commitDone <- store.Commit(context.Background(), id, w) }()
@@ -107,9 +107,7 @@ func (d *document) finishCommit(ctx context.Context, err error) {
 		return
 	}
 	d.s.stats.commits.Add(1)
-	if d.s.opts.Committed != nil {
-		d.s.opts.Committed(d.id, decisionsOf(w))
-	}
+	d.s.opts.Host.Committed(d.id, decisionsOf(w))
 	d.announce(g)
 }
 
@@ -119,10 +117,10 @@ func (d *document) announce(g *stage) {
 	for _, f := range g.after {
 		f(true)
 	}
-	if g.plan == nil {
-		g.plan = d.planGroup(g.held)
+	if g.out == nil {
+		g.out = d.fanOut(g.held)
 	}
-	d.sendPlan(g.plan)
+	d.sendRest(g.out)
 }
 
 // decisionsOf lists, sorted and once each, the decisions a Write touches.
@@ -157,7 +155,7 @@ func (d *document) failStages(ctx context.Context, stages []*stage, firstUnknown
 		d.s.opts.Logger.Error("reload failed", "doc", d.id, "err", err)
 	}
 	d.sessions = map[*conn]map[string]*crdt.Session{}
-	var kept []delivery
+	var kept []outgoing
 	for i, st := range stages {
 		for _, f := range st.after {
 			f(false)
@@ -175,10 +173,10 @@ func (d *document) failStages(ctx context.Context, stages []*stage, firstUnknown
 				r.Doc, _ = d.auth.Save(h.reply.ID)
 			}
 			d.s.refused(string(r.Reason))
-			kept = append(kept, delivery{to: h.to, msg: &encoded{msg: r}})
+			kept = append(kept, outgoing{to: h.to, msg: &encoded{msg: r}})
 		}
 	}
-	d.sendPlan(d.planGroup(kept))
+	d.sendRest(d.fanOut(kept))
 	// Closed after their refusals are queued: a conn flushes its queue
 	// before it says goodbye.
 	for _, st := range stages {

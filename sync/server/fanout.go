@@ -11,8 +11,8 @@ import (
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// delivery is a frame waiting for its group's commit.
-type delivery struct {
+// outgoing is a frame waiting for its group's commit.
+type outgoing struct {
 	to     *conn // nil: every connection joined by then except `except`
 	except *conn
 	joins  uint64 // for a broadcast: the joins decided before it
@@ -25,18 +25,18 @@ type delivery struct {
 	early bool
 }
 
-// groupPlan is what each connection is sent of a group, in order.
-type groupPlan map[*conn][]planItem
+// fanout is what each connection is sent of a group, in order.
+type fanout map[*conn][]outFrame
 
-// planItem is one frame of a plan: a delivery, or the changes deliveries
-// of one decision coalesced.
-type planItem struct {
-	h     *delivery   // when parts is empty
-	parts []*delivery // coalesced changes, in order
+// outFrame is one frame of a fan-out: an outgoing frame, or the changes
+// of one decision coalesced from several.
+type outFrame struct {
+	h     *outgoing   // when parts is empty
+	parts []*outgoing // coalesced changes, in order
 	sent  bool
 }
 
-// planGroup orders a group's frames per connection. Each connection gets
+// fanOut orders a group's frames per connection. Each connection gets
 // them in the order they were decided, except that the accepted changes
 // of one decision are coalesced into one question:changes frame, at the
 // place of the first, as long as no other frame about that decision goes
@@ -44,20 +44,20 @@ type planItem struct {
 // nothing about the decision (a reply, an event, its document) changes
 // its place relative to them. A frame about no decision in particular
 // ends every run.
-func (d *document) planGroup(held []delivery) groupPlan {
-	plan := groupPlan{}
-	open := map[*conn]map[string]int{} // a conn's runs: decision → item index
-	add := func(c *conn, h *delivery) {
+func (d *document) fanOut(held []outgoing) fanout {
+	out := fanout{}
+	open := map[*conn]map[string]int{} // a conn's runs: decision → frame index
+	add := func(c *conn, h *outgoing) {
 		if ch, ok := h.msg.msg.(*wire.Changes); ok {
 			if k, ok := open[c][ch.ID]; ok {
-				plan[c][k].parts = append(plan[c][k].parts, h)
+				out[c][k].parts = append(out[c][k].parts, h)
 				return
 			}
 			if open[c] == nil {
 				open[c] = map[string]int{}
 			}
-			open[c][ch.ID] = len(plan[c])
-			plan[c] = append(plan[c], planItem{parts: []*delivery{h}})
+			open[c][ch.ID] = len(out[c])
+			out[c] = append(out[c], outFrame{parts: []*outgoing{h}})
 			return
 		}
 		ids, all := decisionsIn(h.msg.msg)
@@ -67,7 +67,7 @@ func (d *document) planGroup(held []delivery) groupPlan {
 		for _, id := range ids {
 			delete(open[c], id)
 		}
-		plan[c] = append(plan[c], planItem{h: h})
+		out[c] = append(out[c], outFrame{h: h})
 	}
 	for i := range held {
 		h := &held[i]
@@ -89,24 +89,24 @@ func (d *document) planGroup(held []delivery) groupPlan {
 			add(c, h)
 		}
 	}
-	return plan
+	return out
 }
 
 // sendEarly sends, before the group's commit, each connection's runs of
 // accepted draft edits that no unsent frame about the same decision
-// precedes in its plan, and returns the connections it sent to. A reply,
+// precedes in its fan-out, and returns the connections it sent to. A reply,
 // an event or an authority's change of the decision ahead of them keeps
 // them for after the commit, so the order of a decision's frames never
 // changes; frames about other decisions do not hold them.
-func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
+func (d *document) sendEarly(out fanout) map[*conn]bool {
 	var early map[*conn]bool
-	for c, items := range plan {
-		for k, ok := range earlyItems(items) {
+	for c, frames := range out {
+		for k, ok := range earlyFrames(frames) {
 			if !ok {
 				continue
 			}
-			d.sendTo(c, d.encodedItem(&items[k]))
-			items[k].sent = true
+			d.sendTo(c, d.encodedFrame(&frames[k]))
+			frames[k].sent = true
 			if early == nil {
 				early = map[*conn]bool{}
 			}
@@ -116,22 +116,22 @@ func (d *document) sendEarly(plan groupPlan) map[*conn]bool {
 	return early
 }
 
-// message is the frame an item is about (the first, when coalesced).
-func (it *planItem) message() wire.Message {
+// message is the frame it is about (the first, when coalesced).
+func (it *outFrame) message() wire.Message {
 	if it.h != nil {
 		return it.h.msg.msg
 	}
 	return it.parts[0].msg.msg
 }
 
-// earlyItems reports which items of one connection's plan may leave
-// before the commit: runs of draft edits' changes of a decision that no
-// other item about that decision precedes.
-func earlyItems(items []planItem) []bool {
-	ok := make([]bool, len(items))
+// earlyFrames reports which frames of one connection's fan-out may
+// leave before the commit: runs of draft edits' changes of a decision
+// that no other frame about that decision precedes.
+func earlyFrames(frames []outFrame) []bool {
+	ok := make([]bool, len(frames))
 	blocked := map[string]bool{}
 	all := false
-	for k, it := range items {
+	for k, it := range frames {
 		if len(it.parts) > 0 && !all && !blocked[it.parts[0].msg.msg.(*wire.Changes).ID] && allEarly(it.parts) {
 			ok[k] = true
 			continue
@@ -145,7 +145,7 @@ func earlyItems(items []planItem) []bool {
 	return ok
 }
 
-func allEarly(parts []*delivery) bool {
+func allEarly(parts []*outgoing) bool {
 	for _, h := range parts {
 		if !h.early {
 			return false
@@ -154,23 +154,23 @@ func allEarly(parts []*delivery) bool {
 	return true
 }
 
-// sendPlan sends what sendEarly did not. Frames and coalesced frames are
+// sendRest sends what sendEarly did not. Frames and coalesced frames are
 // encoded once per format and shared by the connections that get the
 // same ones.
-func (d *document) sendPlan(plan groupPlan) {
-	for c, items := range plan {
-		for k := range items {
-			if it := &items[k]; !it.sent {
-				d.sendTo(c, d.encodedItem(it))
+func (d *document) sendRest(out fanout) {
+	for c, frames := range out {
+		for k := range frames {
+			if it := &frames[k]; !it.sent {
+				d.sendTo(c, d.encodedFrame(it))
 			}
 		}
 	}
 	d.coalesced = nil
 }
 
-// encodedItem returns the frame of a plan item; a coalesced one is built
-// once for every connection whose item has the same parts.
-func (d *document) encodedItem(it *planItem) *encoded {
+// encodedFrame returns the encoded frame of it; a coalesced one is
+// built once for every connection whose frame has the same parts.
+func (d *document) encodedFrame(it *outFrame) *encoded {
 	switch len(it.parts) {
 	case 0:
 		return it.h.msg
@@ -189,7 +189,7 @@ func (d *document) encodedItem(it *planItem) *encoded {
 	return e
 }
 
-func partsKey(parts []*delivery) string {
+func partsKey(parts []*outgoing) string {
 	var b strings.Builder
 	for _, p := range parts {
 		fmt.Fprintf(&b, "%p,", p)
@@ -198,7 +198,7 @@ func partsKey(parts []*delivery) string {
 }
 
 // coalesce makes one question:changes frame of several of one decision.
-func coalesce(parts []*delivery) *wire.Changes {
+func coalesce(parts []*outgoing) *wire.Changes {
 	first := parts[0].msg.msg.(*wire.Changes)
 	out := &wire.Changes{Header: first.Header, ID: first.ID}
 	for _, h := range parts {
@@ -249,21 +249,21 @@ func (d *document) sendTo(c *conn, e *encoded) {
 	c.send(f)
 }
 
-func (d *document) hold(h delivery) { d.held = append(d.held, h) }
+func (d *document) hold(h outgoing) { d.held = append(d.held, h) }
 
 func (d *document) replyTo(c *conn, r *wire.Reply) {
 	if !r.OK {
 		d.s.refused(string(r.Reason))
 	}
-	d.hold(delivery{to: c, msg: &encoded{msg: r}, reply: r})
+	d.hold(outgoing{to: c, msg: &encoded{msg: r}, reply: r})
 }
 
 func (d *document) broadcast(except *conn, m wire.Message) {
-	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins})
+	d.hold(outgoing{except: except, msg: &encoded{msg: m}, joins: d.joins})
 }
 
 // broadcastEdit announces an accepted draft edit's changes to every
 // other connection; they may leave before the group's commit (commitNext).
 func (d *document) broadcastEdit(except *conn, m *wire.Changes) {
-	d.hold(delivery{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
+	d.hold(outgoing{except: except, msg: &encoded{msg: m}, joins: d.joins, early: true})
 }

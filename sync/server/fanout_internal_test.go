@@ -9,16 +9,16 @@ import (
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
-// TestPlanKeepsEachDecisionsOrder is a property of a commit group's
-// delivery: for random groups of replies, events, draft-edit changes,
+// TestFanoutKeepsEachDecisionsOrder is a property of a commit group's
+// fan-out: for random groups of replies, events, draft-edit changes,
 // authority changes and decision-less frames to a few connections, every
 // connection gets exactly the frames meant for it (not its own edits'
 // changes), each once; the frames about one decision, and every frame
 // relative to a decision-less one, keep the order they were decided in;
 // consecutive changes of a decision are coalesced when nothing about it
-// lies between; and sending the early items first, then the rest, keeps
+// lies between; and sending the early frames first, then the rest, keeps
 // all of that.
-func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
+func TestFanoutKeepsEachDecisionsOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nConns := rapid.IntRange(1, 4).Draw(t, "conns")
 		d := &document{conns: map[*conn]uint64{}, joining: map[*conn]*joinCursor{}}
@@ -30,29 +30,29 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 		}
 		ids := []string{"x", "y", "z"}
 		n := rapid.IntRange(0, 30).Draw(t, "frames")
-		held := make([]delivery, n)
+		held := make([]outgoing, n)
 		for i := range held {
 			id := rapid.SampledFrom(ids).Draw(t, "id")
-			var h delivery
+			var h outgoing
 			switch rapid.IntRange(0, 4).Draw(t, "sort") {
 			case 0: // a reply to one connection
-				h = delivery{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Reply{ID: id}}}
+				h = outgoing{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Reply{ID: id}}}
 			case 1: // an event to everyone
-				h = delivery{msg: &encoded{msg: &wire.Event{ID: id}}}
+				h = outgoing{msg: &encoded{msg: &wire.Event{ID: id}}}
 			case 2: // an edit's changes to everyone but its author
-				h = delivery{except: rapid.SampledFrom(conns).Draw(t, "author"), msg: &encoded{msg: &wire.Changes{ID: id}}, early: true}
+				h = outgoing{except: rapid.SampledFrom(conns).Draw(t, "author"), msg: &encoded{msg: &wire.Changes{ID: id}}, early: true}
 			case 3: // the authority's changes (reopen, append) to everyone
-				h = delivery{msg: &encoded{msg: &wire.Changes{ID: id}}}
+				h = outgoing{msg: &encoded{msg: &wire.Changes{ID: id}}}
 			case 4: // a frame about no decision
-				h = delivery{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Error{}}}
+				h = outgoing{to: rapid.SampledFrom(conns).Draw(t, "to"), msg: &encoded{msg: &wire.Error{}}}
 			}
 			held[i] = h
 		}
-		idx := map[*delivery]int{}
+		idx := map[*outgoing]int{}
 		for i := range held {
 			idx[&held[i]] = i
 		}
-		plan := d.planGroup(held)
+		out := d.fanOut(held)
 		for ci, c := range conns {
 			var want []int
 			for i, h := range held {
@@ -60,48 +60,48 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 					want = append(want, i)
 				}
 			}
-			items := plan[c]
-			flat := func(items []planItem) []int {
-				var out []int
-				for _, it := range items {
+			frames := out[c]
+			flat := func(frames []outFrame) []int {
+				var held []int
+				for _, it := range frames {
 					if it.h != nil {
-						out = append(out, idx[it.h])
+						held = append(held, idx[it.h])
 					}
 					for _, p := range it.parts {
-						out = append(out, idx[p])
+						held = append(held, idx[p])
 					}
 				}
-				return out
+				return held
 			}
-			got := flat(items)
+			got := flat(frames)
 			if sorted := slices.Sorted(slices.Values(got)); !slices.Equal(sorted, want) {
 				t.Fatalf("conn %d gets %v, want %v", ci, sorted, want)
 			}
 			// Coalesced runs hold changes of one decision only.
-			for _, it := range items {
+			for _, it := range frames {
 				for _, p := range it.parts {
 					if p.msg.msg.(*wire.Changes).ID != it.parts[0].msg.msg.(*wire.Changes).ID {
 						t.Fatalf("conn %d: a run mixes decisions", ci)
 					}
 				}
 			}
-			// The order sent: early items, then the rest.
-			early := earlyItems(items)
-			var sentItems []planItem
-			for k, it := range items {
+			// The order sent: early frames, then the rest.
+			early := earlyFrames(frames)
+			var sentFrames []outFrame
+			for k, it := range frames {
 				if early[k] {
 					if !allEarly(it.parts) {
 						t.Fatalf("conn %d: non-edit changes sent early", ci)
 					}
-					sentItems = append(sentItems, it)
+					sentFrames = append(sentFrames, it)
 				}
 			}
-			for k, it := range items {
+			for k, it := range frames {
 				if !early[k] {
-					sentItems = append(sentItems, it)
+					sentFrames = append(sentFrames, it)
 				}
 			}
-			for _, order := range [][]int{got, flat(sentItems)} {
+			for _, order := range [][]int{got, flat(sentFrames)} {
 				pos := map[int]int{}
 				for p, i := range order {
 					pos[i] = p
@@ -120,23 +120,23 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 					}
 				}
 			}
-			// Maximal coalescing: two changes items of one decision are
+			// Maximal coalescing: two changes frames of one decision are
 			// never adjacent among that decision's frames.
-			for k := 1; k < len(items); k++ {
-				if len(items[k].parts) == 0 {
+			for k := 1; k < len(frames); k++ {
+				if len(frames[k].parts) == 0 {
 					continue
 				}
-				id := items[k].parts[0].msg.msg.(*wire.Changes).ID
+				id := frames[k].parts[0].msg.msg.(*wire.Changes).ID
 				for j := k - 1; j >= 0; j-- {
 					var m wire.Message
-					if items[j].h != nil {
-						m = items[j].h.msg.msg
+					if frames[j].h != nil {
+						m = frames[j].h.msg.msg
 					} else {
-						m = items[j].parts[0].msg.msg
+						m = frames[j].parts[0].msg.msg
 					}
 					pids, all := decisionsIn(m)
 					if all || len(pids) > 0 && pids[0] == id {
-						if len(items[j].parts) > 0 {
+						if len(frames[j].parts) > 0 {
 							t.Fatalf("conn %d: two runs of %s not coalesced", ci, id)
 						}
 						break
@@ -154,17 +154,17 @@ func TestPlanKeepsEachDecisionsOrder(t *testing.T) {
 func TestEarlyChangesWaitForAReplyBeforeThem(t *testing.T) {
 	a, b := &conn{}, &conn{}
 	d := &document{conns: map[*conn]uint64{a: 0, b: 0}, joining: map[*conn]*joinCursor{}}
-	held := []delivery{
+	held := []outgoing{
 		{to: a, msg: &encoded{msg: &wire.Reply{ID: "x"}}},
 		{except: b, msg: &encoded{msg: &wire.Changes{ID: "x"}}, early: true},
 	}
-	plan := d.planGroup(held)
-	if early := earlyItems(plan[a]); len(early) != 2 || early[0] || early[1] {
-		t.Fatalf("early items for the replied-to connection: %v, want none", early)
+	out := d.fanOut(held)
+	if early := earlyFrames(out[a]); len(early) != 2 || early[0] || early[1] {
+		t.Fatalf("early frames for the replied-to connection: %v, want none", early)
 	}
 	// Without the reply ahead of them they may leave early.
-	plan = d.planGroup(held[1:])
-	if early := earlyItems(plan[a]); len(early) != 1 || !early[0] {
-		t.Fatalf("early items with nothing ahead: %v, want the changes", early)
+	out = d.fanOut(held[1:])
+	if early := earlyFrames(out[a]); len(early) != 1 || !early[0] {
+		t.Fatalf("early frames with nothing ahead: %v, want the changes", early)
 	}
 }
