@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/server"
@@ -117,13 +118,10 @@ func TestClientsReconnectAfterDrop(t *testing.T) {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for cs[1].heads() != cs[0].heads() || cs[2].heads() != cs[0].heads() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no convergence: %s / %s / %s", cs[0].heads(), cs[1].heads(), cs[2].heads())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 20*time.Second, "the clients to converge", func() (bool, string) {
+		h := []string{cs[0].heads(), cs[1].heads(), cs[2].heads()}
+		return h[1] == h[0] && h[2] == h[0], strings.Join(h, " / ")
+	})
 	if clients, redials := redialled(cs); clients != 3 || redials < 3 || c.reconnects.Load() != redials {
 		t.Fatalf("%d clients reconnected with %d redials (%d counted by the server child), want all 3", clients, redials, c.reconnects.Load())
 	}
@@ -175,13 +173,10 @@ func TestSlowConsumerReconnects(t *testing.T) {
 	}
 	slow.mu.Unlock()
 	blocked = false
-	deadline := time.Now().Add(20 * time.Second)
-	for slow.heads() != w.heads() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the slow client never caught up: %s / %s", slow.heads(), w.heads())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, 20*time.Second, "the slow client to catch up", func() (bool, string) {
+		s, h := slow.heads(), w.heads()
+		return s == h, s + " / " + h
+	})
 	if slow.redials.Load() == 0 || w.redials.Load() != 0 {
 		t.Fatalf("redials: slow %d, writer %d; want the slow client's only", slow.redials.Load(), w.redials.Load())
 	}
