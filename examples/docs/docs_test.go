@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/examples/internal/docblock"
+	"github.com/accord-crdt/accord/examples/internal/signintest"
 	"github.com/accord-crdt/accord/persist/boltstore"
 )
 
@@ -600,25 +600,6 @@ func firstOf(vs ...string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-var noRedirect = &http.Client{
-	Timeout:       10 * time.Second,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
-
-// signIn opens a sign-in link without following its redirect and wants
-// the 303 that starts a session.
-func signIn(t *testing.T, link string) {
-	t.Helper()
-	res, err := noRedirect.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("GET %s: %s, want 303 See Other (signed in)", link, res.Status)
-	}
-}
-
 var links = regexp.MustCompile(`(?m)^\s*(Ana|Ben|Rita) \((writes|reads only)\): (http://\S+/signin\?invite=\S+)$`)
 
 // checkMakeRun: README's "Try it": make run listens on 127.0.0.1:8080,
@@ -635,7 +616,7 @@ func checkMakeRun(t *testing.T, w *work, r *blockRun) {
 			t.Fatalf("%s's link %s is not on http://127.0.0.1:8080, where the README says the server listens", m[1], m[3])
 		}
 	}
-	signIn(t, got[0][3])
+	signintest.New(nil).SignIn(t, got[0][3])
 	if _, err := os.Stat(filepath.Join(w.repo, "examples/server/data/accord.db")); err != nil {
 		t.Fatalf("the data is not in examples/server/data, where the README says it is: %v", err)
 	}
@@ -688,7 +669,7 @@ func checkCluster(t *testing.T, w *work, r *blockRun) {
 	if onB == m[3] {
 		t.Fatalf("node a's link %s is not on 127.0.0.1:8081", m[3])
 	}
-	signIn(t, onB)
+	signintest.New(nil).SignIn(t, onB)
 }
 
 // checkBenchCopy: the harness's folder holds the package's sources, with
