@@ -46,6 +46,10 @@ import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import { isQuotaError } from "./storage.js";
 import { Peers, PresenceOut, now, presenceState } from "./presence.js";
+import * as Records from "./records.js";
+import { cellProvenance, display, normalizeRecord } from "./records.js";
+
+export { display, findingsOf, forward } from "./records.js";
 
 const A = R.A;
 
@@ -807,40 +811,20 @@ export class Client {
    * @returns {Decision}
    */
   decision(id) {
-    let d = this.decisions.get(id);
-    if (!d) {
-      d = {
-        id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
-        accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
-        view: null, viewKey: "", stored: "", reset: null,
-      };
-      this.decisions.set(id, d);
-      this.order.push(id);
-    }
-    return d;
+    return Records.decision(this, id);
   }
 
   /**
-   * Forgets decisions the welcome does not name (restored from storage
-   * but gone from the server): the welcome lists every decision of the
-   * document, and ready() waits for each held one.
+   * Forgets the decisions the welcome does not name (restored, but gone from the server).
    * @param {any[]} records
    */
   dropUnnamed(records) {
-    const named = new Set(records.map((r) => r && r.id));
-    if (this.order.every((id) => named.has(id))) return;
-    for (const id of this.order) if (!named.has(id)) this.decisions.delete(id);
-    this.order = this.order.filter((id) => named.has(id));
+    Records.dropUnnamed(this, records);
   }
 
   /** @param {DecisionRecord} rec */
   adoptRecord(rec) {
-    if (!rec || !rec.id) return;
-    const d = this.decision(rec.id);
-    const next = normalizeRecord(rec);
-    next.definition = forward(d.record.definition, next.definition);
-    d.record = next;
-    if (next.status !== "open") d.edited = false;
+    Records.adoptRecord(this, rec);
   }
 
   /**
@@ -848,9 +832,7 @@ export class Client {
    * @param {Definition} def
    */
   adoptDefinition(id, def) {
-    const d = this.decisions.get(id);
-    if (!d || !def) return;
-    d.record = { ...d.record, definition: forward(d.record.definition, normalizeDefinition(def)) };
+    Records.adoptDefinition(this, id, def);
   }
 
   /**
@@ -1777,28 +1759,7 @@ export class Client {
   }
 }
 
-/**
- * A provenance entry with its zero values filled in (msgpack omits them).
- * @param {any} c
- * @returns {CellProvenance}
- */
-function cellProvenance(c) {
-  const str = (/** @type {any} */ v) => (typeof v === "string" ? v : "");
-  const at = c.at instanceof Date ? c.at : c.at ? new Date(c.at) : null;
-  return {
-    generation: Number(c.generation) || 0, question: str(c.question), kind: c.kind, cell: str(c.cell), value: str(c.value),
-    by: str(c.by), at: at && !isNaN(at.getTime()) ? at : null, change: str(c.change), was: str(c.was), wasBy: str(c.wasBy),
-  };
-}
 
-/**
- * The findings of a record (msgpack omits an empty list).
- * @param {any} rec
- * @returns {Finding[]}
- */
-export function findingsOf(rec) {
-  return Array.isArray(rec?.findings) ? rec.findings : [];
-}
 
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
 
@@ -1987,42 +1948,8 @@ export function syncURL(doc, base) {
   return u.toString();
 }
 
-/**
- * Definitions only grow: keep held when in has fewer options or criteria
- * for any held question, or lacks one.
- * @param {Definition} held
- * @param {Definition} inc
- * @returns {Definition}
- */
-export function forward(held, inc) {
-  for (const hq of held?.questions || []) {
-    const iq = (inc?.questions || []).find((q) => q.id === hq.id);
-    if (!iq) return held;
-    if ((iq.options || []).length < (hq.options || []).length || (iq.criteria || []).length < (hq.criteria || []).length) return held;
-  }
-  return inc;
-}
 
-/**
- * msgpack frames omit zero values: fill them in.
- * @param {any} def
- * @returns {Definition}
- */
-function normalizeDefinition(def) {
-  return {
-    questions: (def?.questions || []).map((/** @type {any} */ q) => ({
-      ...q, options: q.options || [], criteria: q.criteria || [], multiple: q.multiple === true,
-    })),
-  };
-}
 
-/**
- * @param {any} rec
- * @returns {DecisionRecord}
- */
-function normalizeRecord(rec) {
-  return { ...rec, status: rec.status || "open", definition: normalizeDefinition(rec.definition), history: rec.history || [] };
-}
 
 /**
  * @param {string[]} a
@@ -2040,9 +1967,3 @@ function lower(s) {
   return s.charAt(0).toLowerCase() + s.slice(1);
 }
 
-/** @param {string} login */
-export function display(login) {
-  if (!login) return "";
-  if (login === "planner") return "the Planner";
-  return login.charAt(0).toUpperCase() + login.slice(1);
-}

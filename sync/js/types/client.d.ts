@@ -1,10 +1,4 @@
 /**
- * The findings of a record (msgpack omits an empty list).
- * @param {any} rec
- * @returns {Finding[]}
- */
-export function findingsOf(rec: any): Finding[];
-/**
  * The wait (ms) before redial attempt n (from 0, counted since the
  * backoff last restarted): between half and all of minBackoff·2ⁿ, capped
  * at maxBackoff, uniformly, as the Go client waits (sync/replica). The
@@ -54,16 +48,6 @@ export function retryAfterMs(v: string | undefined, at?: number): number;
  * @param {string} [base] the page's address (default location.href)
  */
 export function syncURL(doc: string, base?: string): string;
-/**
- * Definitions only grow: keep held when in has fewer options or criteria
- * for any held question, or lacks one.
- * @param {Definition} held
- * @param {Definition} inc
- * @returns {Definition}
- */
-export function forward(held: Definition, inc: Definition): Definition;
-/** @param {string} login */
-export function display(login: string): string;
 export class Client {
     /**
      * @param {ClientOptions} opts
@@ -298,9 +282,7 @@ export class Client {
      */
     decision(id: string): Decision;
     /**
-     * Forgets decisions the welcome does not name (restored from storage
-     * but gone from the server): the welcome lists every decision of the
-     * document, and ready() waits for each held one.
+     * Forgets the decisions the welcome does not name (restored, but gone from the server).
      * @param {any[]} records
      */
     dropUnnamed(records: any[]): void;
@@ -937,3 +919,4 @@ import { RefusedError } from "./errors.js";
 import { PresenceOut } from "./presence.js";
 import { Peers } from "./presence.js";
 import * as R from "./replica.js";
+export { display, findingsOf, forward } from "./records.js";
