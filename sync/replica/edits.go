@@ -9,6 +9,7 @@ import (
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/wire"
 )
 
 // SetMark sets one cell of a choice question's criteria matrix in the
@@ -71,60 +72,6 @@ func (c *Client) edit(id string, f func(d *crdt.Doc) error) error {
 	c.notify()
 	c.push(id)
 	return err
-}
-
-// Draft returns the replica's draft of the decision's current generation,
-// with local changes, and the revision (heads) it is at.
-func (c *Client) Draft(id string) (crdt.Draft, crdt.Heads, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rep := c.reps[id]
-	if rep == nil {
-		if c.records[id] != nil {
-			return crdt.Draft{}, nil, ErrNoReplica
-		}
-		return crdt.Draft{}, nil, refusal(question.NotFound, "no decision %q", id)
-	}
-	d, err := rep.doc.Draft()
-	if err != nil {
-		return crdt.Draft{}, nil, fmt.Errorf("replica: %s: %w", id, err)
-	}
-	return d, rep.doc.Heads(), nil
-}
-
-// Accepted returns the last revision of the decision's draft the server
-// is known to have accepted, and whether the replica holds local changes
-// beyond it.
-func (c *Client) Accepted(id string) (heads crdt.Heads, unsent bool, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rep := c.reps[id]
-	if rep == nil {
-		return nil, false, refusal(question.NotFound, "no replica of decision %q", id)
-	}
-	return slices.Clone(rep.accepted), !rep.doc.Heads().Equal(rep.accepted), nil
-}
-
-// Record returns a copy of a decision's record.
-func (c *Client) Record(id string) (question.Record, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rec := c.records[id]
-	if rec == nil {
-		return question.Record{}, false
-	}
-	return rec.Clone(), true
-}
-
-// Records returns copies of every record, in the server's order.
-func (c *Client) Records() []question.Record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]question.Record, 0, len(c.order))
-	for _, id := range c.order {
-		out = append(out, c.records[id].Clone())
-	}
-	return out
 }
 
 // Flush waits, bounded by ctx, until the listed decisions (every decision
@@ -207,4 +154,70 @@ func (c *Client) flushed(ids []string, start map[string]uint64) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// pushEdits sends, for every marked (see push) caught-up decision with
+// local changes and no edit in flight, one edit carrying every change
+// since the accepted heads. Later changes wait for that edit's reply,
+// which marks the decision again. A decision that cannot be pushed yet
+// (not caught up, an edit in flight, changes held) stays marked.
+func (c *Client) pushEdits(s *session) error {
+	var frames [][]byte
+	c.mu.Lock()
+	for id := range c.toPush {
+		rep := c.reps[id]
+		if rep == nil {
+			delete(c.toPush, id)
+			continue
+		}
+		if !s.synced[id] || rep.inflight != "" || rep.held != nil {
+			continue
+		}
+		heads := rep.doc.Heads()
+		since := rep.accepted
+		if heads.Equal(rep.accepted) {
+			if rep.stored >= rep.seq {
+				delete(c.toPush, id)
+				continue
+			}
+			// Local changes the server has only as someone else's early
+			// changes: send them again, so that the reply, which waits
+			// for the commit, says they are stored.
+			since = rep.durable
+		}
+		delete(c.toPush, id)
+		changes, err := rep.doc.ChangesSince(since)
+		if err != nil {
+			c.log.Error("cannot encode local changes; sending the whole history", "id", id, "err", err)
+			rep.accepted = nil
+			if changes, err = rep.doc.ChangesSince(nil); err != nil {
+				continue
+			}
+		}
+		if len(changes) == 0 {
+			rep.accepted = heads
+			if since.Equal(rep.durable) {
+				rep.stored = rep.seq
+			}
+			continue
+		}
+		rid := c.newRID()
+		b, err := wire.Encode(&wire.Edit{Header: wire.Header{Kind: wire.KindEdit, RID: rid}, ID: id, Changes: changes}, c.opts.Format)
+		if err != nil {
+			c.log.Error("cannot encode an edit", "id", id, "err", err)
+			continue
+		}
+		rep.inflight, rep.sent, rep.sentSeq = rid, heads, rep.seq
+		frames = append(frames, b)
+	}
+	if len(frames) > 0 {
+		c.notify()
+	}
+	c.mu.Unlock()
+	for _, b := range frames {
+		if err := s.conn.WriteMessage(s.msgType, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
