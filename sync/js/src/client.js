@@ -40,16 +40,18 @@
 //     (catch-up frames carry none).
 // The client never uses automerge's sync protocol or its sync frames.
 
-import { decode, encode } from "@msgpack/msgpack";
 import * as R from "./replica.js";
 import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import { isQuotaError } from "./storage.js";
 import { Peers, PresenceOut, now, presenceState } from "./presence.js";
+import * as Connection from "./connection.js";
+import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
 import * as Records from "./records.js";
 import { cellProvenance, display, normalizeRecord } from "./records.js";
 
 export { display, findingsOf, forward } from "./records.js";
+export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connection.js";
 
 const A = R.A;
 
@@ -317,16 +319,7 @@ export class Client {
    * storage, the stored drafts are restored first.
    */
   start() {
-    this.stopped = false;
-    this.refused = null;
-    this.attempts = 0;
-    if (!this.storage || this.restored) {
-      this.connect();
-      return;
-    }
-    this.restore().then(() => {
-      if (!this.stopped && !this.ws) this.connect();
-    });
+    Connection.start(this);
   }
 
   // ---- storage ----
@@ -521,192 +514,53 @@ export class Client {
 
   /** Closes the connection for good (switching member, leaving). */
   stop() {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    if (this.storage && this.restored) this.flushStorage(); // what was edited last is kept too
-    clearTimeout(this.applyTimer);
-    this.presenceOut.stop();
-    if (this.peers.clear()) this.presenceChanged();
-    const ws = this.ws;
-    this.ws = null;
-    if (ws) ws.close(1000, "bye");
-    this.failPending("disconnected");
-    // Accepted, but their changes will not come: the caller learns the
-    // outcome now rather than at the timeout.
-    for (const a of this.arriving.values()) {
-      clearTimeout(a.p.timer);
-      a.p.resolve(a.reply);
-    }
-    this.arriving.clear();
-    this.conn = "closed";
-    this.notify();
+    Connection.stop(this);
   }
 
+  /** Dials; a lost connection redials (see lost). */
   connect() {
-    if (this.stopped) return;
-    if (!this.Socket) throw new Error("no WebSocket here: pass Options.WebSocket (in Node 20, the ws package)");
-    // refuse=close: a refusal comes as a close code the browser shows
-    // (docs/PROTOCOL.md, "Refusals as close codes"), not a hidden status.
-    const url = this.url + (this.url.includes("?") ? "&" : "?") + "refuse=close";
-    const ws = this.token ? new this.Socket(url, { headers: { Authorization: `Bearer ${this.token}` } }) : new this.Socket(url);
-    ws.binaryType = "arraybuffer";
-    this.ws = ws;
-    if (this.conn !== "unreachable") this.conn = this.attempts === 0 && !this.welcomedOnce ? "connecting" : "reconnecting";
-    this.notify();
-    let opened = false;
-    ws.onopen = () => {
-      if (ws !== this.ws) return;
-      opened = true;
-      /** @type {Record<string, string[]>} */
-      const have = {};
-      for (const d of this.decisions.values()) if (d.doc && d.accepted.length) have[d.id] = d.accepted;
-      this.send({ kind: "hello", v: 1, have, deflate: INFLATES });
-    };
-    ws.onmessage = (ev) => {
-      if (ws !== this.ws) return;
-      let m;
-      try {
-        m = typeof ev.data === "string" ? JSON.parse(ev.data) : decode(new Uint8Array(ev.data));
-      } catch (e) {
-        console.warn("undecodable frame", e);
-        return;
-      }
-      this.receive(ws, m);
-    };
-    // An error is followed by close, which redials; without a handler
-    // Node's ws throws it.
-    ws.onerror = () => {};
-    // Node's ws shows the response of a refused handshake (a browser's
-    // WebSocket does not): its Retry-After is the least wait before the
-    // next attempt, as for the Go client.
-    let retryAfter = 0;
-    if (typeof ws.on === "function") {
-      ws.on("unexpected-response", (/** @type {any} */ _req, /** @type {any} */ res) => {
-        retryAfter = retryAfterMs(res.headers["retry-after"]);
-        ws.terminate();
-      });
-    }
-    ws.onclose = (ev) => {
-      if (ws !== this.ws) return;
-      this.ws = null;
-      const why = REFUSED[ev.code];
-      if (why) this.refused = new RefusedError(why, ev.reason);
-      this.lost(ev.code, retryAfter, !opened);
-    };
+    Connection.connect(this);
   }
 
   /**
-   * Handles a decoded frame of ws in arrival order. A compressed document
-   * (question:doc with deflated) inflates asynchronously; the frames after
-   * it wait until it is handled.
+   * Handles a decoded frame of ws in arrival order (a compressed
+   * document inflates first, the frames after it waiting).
    * @private
    * @param {WebSocket} ws
    * @param {any} m
    */
   receive(ws, m) {
-    if (this.waiting) {
-      this.waiting.push(m);
-      return;
-    }
-    if (!(m && m.kind === "question:doc" && m.deflated === true && m.doc instanceof Uint8Array)) {
-      this.deliver(m);
-      return;
-    }
-    this.waiting = [];
-    inflate(m.doc, MAX_DOC_BYTES).then(
-      (doc) => {
-        if (ws !== this.ws) return;
-        const rest = this.waiting || [];
-        this.waiting = null;
-        this.deliver({ ...m, doc, deflated: false });
-        for (const x of rest) {
-          if (ws !== this.ws) return;
-          this.receive(ws, x);
-        }
-      },
-      (e) => {
-        if (ws !== this.ws) return;
-        console.warn("undecodable compressed document", e);
-        this.waiting = null;
-        ws.close(1000, "undecodable frame"); // the reconnect catches up again
-      },
-    );
-  }
-
-  /** @private @param {any} m */
-  deliver(m) {
-    // Presence changes no decision: it has listeners of its own.
-    if (m && m.kind === "question:presence") {
-      if (this.peers.take(m)) this.presenceChanged();
-      return;
-    }
-    try {
-      this.handle(m);
-    } catch (e) {
-      console.error("frame", m && m.kind, e);
-    }
-    this.notify();
+    Connection.receive(this, ws, m);
   }
 
   /**
-   * The connection is gone: fail an ask that waits for its reply (the
-   * others are sent again on the next connection) and redial after the
-   * backoff, restarted first when the connection stayed up long enough or
-   * the server closed it with 1012 or 1013 (restartsBackoff); a refused
-   * handshake's Retry-After (ms) lengthens the wait, up to maxBackoff.
-   * A refusal (refused) fails every request and ends the redials; a dial
-   * that failed before the socket opened makes conn unreachable.
+   * Handles a frame, in arrival order.
+   * @private
+   * @param {any} m
+   */
+  deliver(m) {
+    Connection.deliver(this, m);
+  }
+
+  /**
+   * The connection is gone: requests wait for the next one (an ask
+   * fails), and a redial follows the backoff unless it was refused.
    * @param {number} [code] the close code
    * @param {number} [retryAfter]
    * @param {boolean} [unopened] the socket never opened
    */
   lost(code = 0, retryAfter = 0, unopened = false) {
-    const served = this.welcomed ? now() - this.welcomedAt : -1;
-    this.waiting = null;
-    this.welcomed = false;
-    if (this.peers.clear()) this.presenceChanged();
-    this.incoming.clear();
-    this.incomingQueued = false;
-    clearTimeout(this.applyTimer);
-    this.failPending("disconnected", true);
-    for (const d of this.decisions.values()) {
-      d.inflight = "";
-      d.sent = [];
-      d.synced = false;
-    }
-    if (this.stopped) return;
-    const r = this.refused;
-    if (r) {
-      this.failPending(r.reason);
-      this.conn = "refused";
-      this.note = { text: refusalText("connect", r.reason, r.detail), tone: "error", at: Date.now() };
-      this.notify();
-      return;
-    }
-    this.conn = unopened ? "unreachable" : "reconnecting";
-    if (unopened) this.note = { text: refusalText("connect", "unreachable"), tone: "error", at: Date.now() };
-    if (restartsBackoff(served, code, this)) this.attempts = 0;
-    const delay = Math.max(reconnectDelay(this.attempts, this), Math.min(retryAfter, this.maxBackoff));
-    this.attempts++;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.connect(), delay);
-    this.notify();
+    Connection.lost(this, code, retryAfter, unopened);
   }
 
   /** Ends the connection so the reconnect's hello catches the replicas up. */
   resync() {
-    const ws = this.ws;
-    if (!ws) return;
-    this.ws = null;
-    ws.close(4000, "resync");
-    this.lost();
+    Connection.resync(this);
   }
 
   /** @param {any} m */
   send(m) {
-    if (!this.ws || this.ws.readyState !== OPEN) return false;
-    this.ws.send(encode(m, { ignoreUndefined: true }));
-    return true;
+    return Connection.send(this, m);
   }
 
   /**
@@ -1763,77 +1617,6 @@ export class Client {
 
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
 
-/** WebSocket's readyState when open. */
-const OPEN = 1;
-
-/** The redial backoff's bounds by default (ms), the Go client's. */
-const MIN_BACKOFF = 50;
-const MAX_BACKOFF = 5000;
-
-/**
- * How long, in minBackoffs (and at most maxBackoff), a connection must stay
- * up after its welcome for its loss to restart the backoff: a server that
- * accepts and drops is redialled at most about twice a second.
- */
-const STABLE_CONNECTIONS = 10;
-
-/**
- * The wait (ms) before redial attempt n (from 0, counted since the
- * backoff last restarted): between half and all of minBackoff·2ⁿ, capped
- * at maxBackoff, uniformly, as the Go client waits (sync/replica). The
- * jitter spreads the redials of the many clients a server restart drops
- * at once.
- * @param {number} attempt
- * @param {{minBackoff: number, maxBackoff: number}} opts
- * @param {() => number} [random] uniform in [0, 1)
- * @returns {number}
- */
-export function reconnectDelay(attempt, { minBackoff, maxBackoff }, random = Math.random) {
-  const d = Math.min(maxBackoff, minBackoff * 2 ** attempt);
-  return d / 2 + (d / 2) * random();
-}
-
-/**
- * Whether a lost connection restarts the backoff from attempt 0, as the Go
- * client decides it. One that stayed up STABLE_CONNECTIONS minBackoffs
- * (at most maxBackoff) after its welcome ends the run of failed attempts
- * before it: its server went away, and waiting out a grown backoff would
- * only add to the outage. One the server closed with 1012 (the document
- * moved, or its host restarts) or 1013 (a commit failed, try again) is
- * served again at once, whatever came before. One that ended sooner, or
- * before its welcome, keeps the backoff growing, against a server that
- * accepts and drops.
- * @param {number} served ms since the connection's welcome; negative when it had none
- * @param {number} code its close code
- * @param {{minBackoff: number, maxBackoff: number}} opts
- * @returns {boolean}
- */
-export function restartsBackoff(served, code, { minBackoff, maxBackoff }) {
-  if (served < 0) return false;
-  return served >= Math.min(maxBackoff, STABLE_CONNECTIONS * minBackoff) || code === 1012 || code === 1013;
-}
-
-/**
- * The wait (ms) a Retry-After header asks for, in seconds or as an HTTP
- * date (from at); 0 when it is absent or unreadable.
- * @param {string|undefined} v
- * @param {number} [at] ms since the epoch
- * @returns {number}
- */
-export function retryAfterMs(v, at = Date.now()) {
-  if (!v) return 0;
-  if (/^\s*\d+\s*$/.test(v)) return Math.min(Number(v), 24 * 3600) * 1000;
-  const t = Date.parse(v);
-  return t > at ? t - at : 0;
-}
-
-/**
- * The close codes of a refused connection (docs/PROTOCOL.md, "Refusals as
- * close codes"), as RefusedError reasons: none changes by redialling.
- * @type {Record<number, import("./errors.js").Reason>}
- */
-const REFUSED = { 4401: "unauthorized", 4403: "forbidden", 4404: "not_found", 4426: "version" };
-
 /** The layout of what a client stores (see store). */
 const STORE_VERSION = 1;
 
@@ -1847,36 +1630,6 @@ const QUOTA = "This device has no room left for drafts: your edits are kept whil
  */
 function storedSignature(d) {
   return `${d.doc ? A.getHeads(d.doc).join(",") : ""}|${d.accepted.join(",")}|${d.edited}|${JSON.stringify(d.record)}`;
-}
-
-/** Whether this runtime inflates raw DEFLATE (the hello then asks for compressed documents). */
-const INFLATES = typeof DecompressionStream === "function";
-
-/** The largest document the client inflates: what the server loads (crdt.MaxDocumentBytes). */
-const MAX_DOC_BYTES = 64 << 20;
-
-/**
- * Inflates a raw DEFLATE stream, refusing one that inflates past max bytes.
- * @param {Uint8Array} bytes
- * @param {number} max
- * @returns {Promise<Uint8Array>}
- */
-async function inflate(bytes, max) {
-  const reader = new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (bytes)]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
-  /** @type {Uint8Array[]} */
-  const parts = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    n += value.length;
-    if (n > max) {
-      await reader.cancel();
-      throw new Error(`a compressed document inflates past ${max} bytes`);
-    }
-    parts.push(value);
-  }
-  return R.concat(parts);
 }
 
 /** The longest a received change waits to be applied with others (ms). */
@@ -1933,23 +1686,6 @@ function settle(d) {
   const heads = A.getHeads(d.doc);
   if (same(heads, d.accepted)) d.known = new Set(d.accepted);
 }
-
-/**
- * The sync socket's URL for doc on the page's own server (its /sync
- * route, relative to the page), for browsers. The server takes the member
- * from the session cookie the browser sends with the upgrade.
- * @param {string} doc
- * @param {string} [base] the page's address (default location.href)
- */
-export function syncURL(doc, base) {
-  const u = new URL("sync", base || globalThis.location?.href);
-  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-  u.search = new URLSearchParams({ doc }).toString();
-  return u.toString();
-}
-
-
-
 
 /**
  * @param {string[]} a
