@@ -1,0 +1,325 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/accord-crdt/accord/persist"
+)
+
+// Kinds of the items table.
+const (
+	kindRecord     = "record"
+	kindProjection = "projection"
+	kindAnswer     = "answer"
+	kindSnapshot   = "snapshot"
+)
+
+// Commit makes w durable for doc, atomically: one transaction, whose
+// statements go to the server in one round trip, and Commit returns nil
+// only once the server reported it committed.
+//
+// The Write applies only if doc's revision is still the one this Store
+// last loaded, committed or deleted (a document this Store has not met
+// yet is written whatever its revision). If another writer committed to
+// doc since, Commit returns an error wrapping persist.ErrConflict and
+// applies nothing; so does every later Commit of doc until LoadDocument
+// reads it again.
+//
+// ctx is checked before the Write is sent; once sent, Commit waits up to
+// Options.Timeout for the outcome rather than give up on a Write that may
+// still land. When the connection is lost before the outcome is known,
+// the error wraps persist.ErrOutcomeUnknown, and doc's commits are refused
+// until it is loaded again, which tells. Any other error means nothing was
+// applied.
+func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := checkWrite(doc, w); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if w.Empty() {
+		return nil
+	}
+	p, err := newPlan(doc, w)
+	if err != nil {
+		return err
+	}
+	st, err := s.doc(ctx, doc)
+	if err != nil {
+		return err
+	}
+	defer st.unlock()
+	if st.stale {
+		return fmt.Errorf("postgres: commit to %q: its last commit failed or was fenced; load it again first: %w", doc, persist.ErrConflict)
+	}
+	var expected any // NULL: unconditional
+	if st.known {
+		expected = st.rev
+	}
+	rev, err := s.send(ctx, doc, p, expected)
+	if err == nil {
+		st.known, st.rev = true, rev
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == sqlConflict:
+		st.known, st.stale = false, true
+		s.log.Warn("postgres: commit fenced: another writer committed to the document", "doc", doc, "revision", expected)
+		return fmt.Errorf("postgres: commit to %q at revision %v: another writer committed first: %w", doc, expected, persist.ErrConflict)
+	case outcomeKnown(err):
+		s.log.Warn("postgres: commit failed; nothing applied", "doc", doc, "err", err)
+		return s.fail("commit to", doc, err)
+	default:
+		st.known, st.stale = false, true
+		s.log.Error("postgres: commit outcome unknown", "doc", doc, "err", err)
+		return fmt.Errorf("postgres: commit to %q: the connection failed before the outcome came: %w: %w", doc, persist.ErrOutcomeUnknown, err)
+	}
+}
+
+// send runs p as one implicit transaction (a pgx batch: its statements and
+// one Sync, so the server commits them together or none) and returns the
+// document's new revision.
+func (s *Store) send(ctx context.Context, doc string, p *plan, expected any) (int64, error) {
+	actx, cancel := s.opContext(ctx)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		return 0, &acquireError{err}
+	}
+	defer conn.Release()
+	// From here on the Write may land, so the caller's cancellation no
+	// longer applies: wait for the outcome.
+	octx, cancel := s.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	id := []byte(doc)
+	b := &pgx.Batch{}
+	b.Queue(s.q.advance, id, expected, rand.Int64())
+	if len(p.snapshots) > 0 {
+		b.Queue(s.q.dropChunks, id, p.snapshots)
+	}
+	if len(p.itemKinds) > 0 {
+		b.Queue(s.q.putItems, id, p.itemKinds, p.itemKeys, p.itemValues, p.itemSums)
+	}
+	if len(p.dropAnswers) > 0 {
+		b.Queue(s.q.dropAnswers, id, p.dropAnswers)
+	}
+	if len(p.chunkDecisions) > 0 {
+		b.Queue(s.q.addChunks, id, p.chunkDecisions, p.chunkValues, p.chunkSums)
+	}
+	if len(p.auditDecisions) > 0 {
+		b.Queue(s.q.addAudit, id, p.auditDecisions, p.auditValues, p.auditSums)
+	}
+	br := conn.SendBatch(octx, b)
+	var rev int64
+	err = br.QueryRow().Scan(&rev)
+	for i := 1; i < b.Len() && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	// Close reads up to the server's ReadyForQuery, which follows the
+	// commit: only then is the Write known to be committed.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return rev, err
+}
+
+// outcomeKnown reports whether a failed commit is known to have applied
+// nothing: the server refused a statement (which aborted the transaction
+// before its commit), or nothing was sent.
+func outcomeKnown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// FATAL and PANIC end the session, possibly after the commit
+		// (a fast shutdown reaches a backend between its commit and its
+		// reply); ERROR only the transaction, before it.
+		sev := pgErr.SeverityUnlocalized
+		if sev == "" {
+			sev = pgErr.Severity
+		}
+		return sev == "ERROR"
+	}
+	var ae *acquireError
+	return errors.As(err, &ae) || pgconn.SafeToRetry(err)
+}
+
+// acquireError is the error of taking a connection for a commit, before
+// anything was sent.
+type acquireError struct{ err error }
+
+func (e *acquireError) Error() string { return "connect: " + e.err.Error() }
+func (e *acquireError) Unwrap() error { return e.err }
+
+// plan is a Write as the statements' arrays: puts of one key collapse to
+// the last, a decision's drafts to its last snapshot and the chunks after
+// it, and values are never nil (a nil element would be NULL).
+type plan struct {
+	itemKinds   []string
+	itemKeys    [][]byte
+	itemValues  [][]byte
+	itemSums    []int32
+	dropAnswers [][]byte
+
+	snapshots      [][]byte // decisions whose chunks a snapshot drops
+	chunkDecisions [][]byte
+	chunkValues    [][]byte
+	chunkSums      []int32
+
+	auditDecisions [][]byte
+	auditValues    [][]byte
+	auditSums      []int32
+}
+
+func newPlan(doc string, w *persist.Write) (*plan, error) {
+	var size int64
+	for _, ps := range [][]persist.Put{w.Records, w.Projections, w.Answers, w.Audit} {
+		for _, put := range ps {
+			size += int64(len(put.Key) + len(put.Value))
+		}
+	}
+	for _, dp := range w.Drafts {
+		size += int64(len(dp.Decision) + len(dp.Chunk))
+	}
+	if size > MaxWriteSize {
+		return nil, fmt.Errorf("postgres: write to %q of %d bytes, limit %d: %w", doc, size, MaxWriteSize, ErrTooLarge)
+	}
+	p := &plan{}
+	item := func(kind string, key string, v []byte) {
+		p.itemKinds = append(p.itemKinds, kind)
+		p.itemKeys = append(p.itemKeys, []byte(key))
+		p.itemValues = append(p.itemValues, nonNil(v))
+		p.itemSums = append(p.itemSums, checksum(doc, kind, []byte(key), v))
+	}
+	puts := func(kind string, ps []persist.Put) {
+		last := make(map[string]int, len(ps))
+		for i, put := range ps {
+			last[put.Key] = i
+		}
+		for i, put := range ps {
+			if last[put.Key] != i {
+				continue
+			}
+			if kind == kindAnswer && put.Value == nil {
+				p.dropAnswers = append(p.dropAnswers, []byte(put.Key))
+				continue
+			}
+			item(kind, put.Key, put.Value)
+		}
+	}
+	puts(kindRecord, w.Records)
+	puts(kindProjection, w.Projections)
+	puts(kindAnswer, w.Answers)
+
+	// A decision's last snapshot, and where in w.Drafts it is.
+	lastSnap := make(map[string]int)
+	for i, dp := range w.Drafts {
+		if dp.Snapshot {
+			lastSnap[dp.Decision] = i
+		}
+	}
+	for i, dp := range w.Drafts {
+		at, snapped := lastSnap[dp.Decision]
+		switch {
+		case snapped && i < at:
+			// Dropped by the snapshot after it.
+		case snapped && i == at:
+			p.snapshots = append(p.snapshots, []byte(dp.Decision))
+			item(kindSnapshot, dp.Decision, dp.Chunk)
+		default:
+			p.chunkDecisions = append(p.chunkDecisions, []byte(dp.Decision))
+			p.chunkValues = append(p.chunkValues, nonNil(dp.Chunk))
+			p.chunkSums = append(p.chunkSums, checksum(doc, "chunk", []byte(dp.Decision), dp.Chunk))
+		}
+	}
+	for _, a := range w.Audit {
+		p.auditDecisions = append(p.auditDecisions, []byte(a.Key))
+		p.auditValues = append(p.auditValues, nonNil(a.Value))
+		p.auditSums = append(p.auditSums, checksum(doc, "audit", []byte(a.Key), a.Value))
+	}
+	return p, nil
+}
+
+func nonNil(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum is the CRC-32C of a value and its place (document, kind, key),
+// so that a value changed, or moved to another row, is told from a good
+// one.
+func checksum(doc, kind string, key, value []byte) int32 {
+	var buf [binary.MaxVarintLen64]byte
+	h := crc32.New(castagnoli)
+	for _, part := range [][]byte{[]byte(doc), []byte(kind), key} {
+		_, _ = h.Write(binary.AppendUvarint(buf[:0], uint64(len(part))))
+		_, _ = h.Write(part)
+	}
+	_, _ = h.Write(value)
+	return int32(h.Sum32())
+}
+
+// checkWrite checks w against the contract and the store's limits.
+func checkWrite(doc string, w *persist.Write) error {
+	if err := checkKey(doc, "document"); err != nil {
+		return err
+	}
+	if w == nil {
+		return nil
+	}
+	for _, kind := range []struct {
+		name string
+		puts []persist.Put
+	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
+		for _, p := range kind.puts {
+			if err := checkKey(p.Key, kind.name); err != nil {
+				return err
+			}
+			if err := checkValue(p.Value, kind.name, p.Key); err != nil {
+				return err
+			}
+		}
+	}
+	for _, dp := range w.Drafts {
+		if err := checkKey(dp.Decision, "draft"); err != nil {
+			return err
+		}
+		if err := checkValue(dp.Chunk, "draft", dp.Decision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkKey(key, kind string) error {
+	if key == "" {
+		return persist.ErrEmptyKey
+	}
+	if len(key) > MaxKeySize {
+		return fmt.Errorf("postgres: %s key of %d bytes, limit %d: %w", kind, len(key), MaxKeySize, ErrKeyTooLong)
+	}
+	return nil
+}
+
+func checkValue(v []byte, kind, key string) error {
+	if len(v) > MaxValueSize {
+		return fmt.Errorf("postgres: %s %q value of %d bytes, limit %d: %w", kind, key, len(v), MaxValueSize, ErrTooLarge)
+	}
+	return nil
+}
