@@ -1,12 +1,18 @@
 package jetstream
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/accord-crdt/accord/persist"
+)
 
 var (
 	// ErrConflict is returned by CommitAt when the document's head moved
 	// since the head the caller read: another writer committed to the
-	// document first. Nothing of the Write was applied.
-	ErrConflict = errors.New("jetstream: document head moved (conflict)")
+	// document first. Nothing of the Write was applied. It matches
+	// persist.ErrConflict, as every store's fenced commit does.
+	ErrConflict = fmt.Errorf("jetstream: document head moved: %w", persist.ErrConflict)
 
 	// ErrTooLarge is returned by Commit when a Write needs more messages
 	// than one atomic batch holds (Options.MaxBatch), or one of its values,

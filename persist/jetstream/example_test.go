@@ -51,12 +51,12 @@ func ExampleStore_CommitAt() {
 	_, err = s.CommitAt(ctx, "plan-1", save("ana"), head)
 	fmt.Println("ana:", err)
 	_, err = s.CommitAt(ctx, "plan-1", save("ben"), head)
-	fmt.Println("ben conflict:", errors.Is(err, jetstream.ErrConflict))
+	fmt.Println("ben conflict:", errors.Is(err, jetstream.ErrConflict), errors.Is(err, persist.ErrConflict))
 
 	d, head, _ := s.LoadDocumentHead(ctx, "plan-1")
 	fmt.Printf("%s (head %d)\n", d.Records["q1"], head)
 	// Output:
 	// ana: <nil>
-	// ben conflict: true
+	// ben conflict: true true
 	// settled by ana (head 2)
 }

@@ -17,7 +17,8 @@ import (
 // to the document since this node loaded it: this node's authority decided
 // on a state that is no longer the document's, so nothing was applied. The
 // document must be loaded again (closed and reopened) before it commits.
-var ErrFenced = errors.New("cluster: document committed elsewhere since it was loaded (fenced)")
+// It matches persist.ErrConflict, as every store's fenced commit does.
+var ErrFenced = fmt.Errorf("cluster: document committed elsewhere since it was loaded (fenced): %w", persist.ErrConflict)
 
 // FencedStore is a persist.Store on a shared JetStream stream whose Commits
 // succeed only on top of the state this node last loaded or committed: each
