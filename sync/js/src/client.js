@@ -43,7 +43,7 @@
 import * as R from "./replica.js";
 import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
-import { isQuotaError } from "./storage.js";
+import * as Drafts from "./storage.js";
 import { Peers, PresenceOut, now, presenceState } from "./presence.js";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
@@ -326,14 +326,7 @@ export class Client {
 
   /** The storage key of this client's drafts: the server, the document, the member. */
   storageKey() {
-    let server = this.url;
-    try {
-      const u = new URL(this.url);
-      server = u.host + u.pathname;
-    } catch {
-      // not a URL: the string names the server
-    }
-    return `accord:${server}:${this.doc}:${this.member}`;
+    return Drafts.storageKey(this);
   }
 
   /**
@@ -341,14 +334,7 @@ export class Client {
    * @param {StorageError} err
    */
   storageFailed(err) {
-    this.storageProblem = err;
-    this.note = { text: err.message, tone: "error", at: Date.now() };
-    try {
-      this.onStorageError?.(err);
-    } catch (e) {
-      console.error("onStorageError", e);
-    }
-    this.notify();
+    Drafts.storageFailed(this, err);
   }
 
   /**
@@ -358,95 +344,20 @@ export class Client {
    * @returns {Promise<void>}
    */
   restore() {
-    if (this.restoring) return this.restoring;
-    const storage = this.storage;
-    if (!storage) return (this.restoring = Promise.resolve());
-    if (!this.member) {
-      this.restoring = Promise.resolve();
-      this.storageFailed(new StorageError("unavailable", "Drafts are not kept: the client was not told its member."));
-      return this.restoring;
-    }
-    const key = this.storageKey();
-    /** @type {any} */
-    let late = null;
-    const read = Promise.resolve().then(() => storage.get(key));
-    const timeout = new Promise((resolve) => {
-      late = setTimeout(() => resolve(TIMED_OUT), this.restoreTimeout);
-    });
-    this.restoring = Promise.race([read, timeout]).then(
-      (v) => {
-        clearTimeout(late);
-        if (v === TIMED_OUT) {
-          this.keepsDrafts = false;
-          this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read in time: showing the server's document."));
-          return;
-        }
-        this.restoreFrom(v);
-      },
-      (e) => {
-        clearTimeout(late);
-        this.keepsDrafts = false;
-        this.storageFailed(new StorageError("unavailable", "Saved drafts could not be read: showing the server's document.", e));
-      },
-    ).finally(() => {
-      this.restored = true;
-      this.notify();
-    });
-    return this.restoring;
+    return Drafts.restore(this);
   }
 
   /**
-   * Takes the stored record v as this client's decisions (before any
-   * frame: restore runs before the first connection).
+   * Takes the stored record v as this client's decisions.
    * @param {any} v
    */
   restoreFrom(v) {
-    if (v === undefined || v === null) return;
-    if (typeof v !== "object" || v.v !== STORE_VERSION || v.doc !== this.doc || v.member !== this.member ||
-        !v.decisions || typeof v.decisions !== "object" || !Array.isArray(v.order)) {
-      this.storageFailed(new StorageError("foreign", "The saved drafts here were not written by this version: showing the server's document."));
-      return;
-    }
-    let damaged = 0;
-    for (const id of v.order) {
-      const s = v.decisions[id];
-      try {
-        if (typeof id !== "string" || !s || !(s.doc instanceof Uint8Array) || !Array.isArray(s.accepted) || !s.record) throw new Error("incomplete record");
-        const doc = R.load(s.doc);
-        const d = this.decision(id);
-        d.doc = doc;
-        d.record = normalizeRecord(s.record);
-        d.accepted = s.accepted.filter((/** @type {any} */ h) => typeof h === "string").sort();
-        d.known = new Set([...d.accepted, ...A.getHeads(doc)]);
-        d.edited = s.edited === true && d.record.status === "open";
-        d.stored = storedSignature(d);
-      } catch (e) {
-        damaged++;
-        this.decisions.delete(id);
-        this.order = this.order.filter((x) => x !== id);
-        console.warn(`stored draft ${id}: ${e instanceof Error ? e.message : e}`);
-      }
-    }
-    if (damaged) {
-      this.storageFailed(new StorageError("damaged", `${damaged === 1 ? "A saved draft" : damaged + " saved drafts"} could not be read: showing the server's document.`));
-    }
+    Drafts.restoreFrom(this, v);
   }
 
+  /** Arms the write of the drafts that changed since they were stored. */
   scheduleStore() {
-    if (!this.storage || !this.restored || !this.keepsDrafts || !this.member || this.stopped) return;
-    // A local edit is written at once (a tab may close any moment after
-    // it); what arrives from the server can wait a little and go together.
-    const soon = this.editedSinceStore;
-    if (this.storeTimer && (this.storeSoon || !soon)) return;
-    let changed = false;
-    for (const d of this.decisions.values()) if (d.doc && d.stored !== storedSignature(d)) changed = true;
-    if (!changed) return;
-    clearTimeout(this.storeTimer);
-    this.storeSoon = soon;
-    this.storeTimer = setTimeout(() => {
-      this.storeTimer = null;
-      this.store();
-    }, soon ? 0 : this.storeDelay);
+    Drafts.scheduleStore(this);
   }
 
   /**
@@ -456,60 +367,23 @@ export class Client {
    * @returns {Promise<void>}
    */
   flushStorage() {
-    clearTimeout(this.storeTimer);
-    this.storeTimer = null;
-    return this.store();
+    return Drafts.flushStorage(this);
   }
 
-  /** @returns {Promise<void>} */
+  /**
+   * Writes every decision's draft now (see flushStorage).
+   * @returns {Promise<void>}
+   */
   store() {
-    const storage = this.storage;
-    if (!storage || !this.restored || !this.keepsDrafts || !this.member) return this.storing;
-    /** @type {Record<string, any>} */
-    const decisions = {};
-    /** @type {[Decision, string][]} */
-    const signed = [];
-    for (const id of this.order) {
-      const d = this.decisions.get(id);
-      if (!d || !d.doc) continue;
-      const sig = storedSignature(d);
-      decisions[id] = { doc: A.save(d.doc), accepted: d.accepted, record: d.record, edited: d.edited };
-      signed.push([d, sig]);
-    }
-    const value = { v: STORE_VERSION, doc: this.doc, member: this.member, order: Object.keys(decisions), decisions };
-    const key = this.storageKey();
-    // Marked stored before the write ends: a failed write is tried again
-    // with the next change, not in a loop.
-    for (const [d, sig] of signed) d.stored = sig;
-    this.editedSinceStore = false;
-    // Not chained after the previous write: a closing page has time only
-    // for what starts now. Each write holds every draft, and IndexedDB
-    // runs writes to one store in the order they began.
-    const write = Promise.resolve().then(() => storage.put(key, value)).then(
-      () => {
-        if (this.storageProblem?.reason === "quota") {
-          this.storageProblem = null;
-          if (this.note?.text === QUOTA) this.note = null;
-          this.notify();
-        }
-      },
-      (e) => {
-        if (isQuotaError(e)) this.storageFailed(new StorageError("quota", QUOTA, e));
-        else this.storageFailed(new StorageError("unavailable", "Drafts could not be saved on this device; they are kept while the page stays open.", e));
-      },
-    );
-    this.storing = Promise.all([this.storing, write]).then(() => {});
-    return this.storing;
+    return Drafts.store(this);
   }
 
   /**
    * Forgets the stored drafts of this document and member.
    * @returns {Promise<void>}
    */
-  async forgetStored() {
-    if (!this.storage || !this.member) return;
-    await this.storing;
-    await this.storage.delete(this.storageKey());
+  forgetStored() {
+    return Drafts.forgetStored(this);
   }
 
   /** Closes the connection for good (switching member, leaving). */
@@ -1616,21 +1490,6 @@ export class Client {
 
 
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
-
-/** The layout of what a client stores (see store). */
-const STORE_VERSION = 1;
-
-const TIMED_OUT = Symbol("timed out");
-
-const QUOTA = "This device has no room left for drafts: your edits are kept while the page stays open.";
-
-/**
- * What a decision's stored copy must match to be current.
- * @param {Decision} d
- */
-function storedSignature(d) {
-  return `${d.doc ? A.getHeads(d.doc).join(",") : ""}|${d.accepted.join(",")}|${d.edited}|${JSON.stringify(d.record)}`;
-}
 
 /** The longest a received change waits to be applied with others (ms). */
 const MAX_APPLY_WAIT = 50;

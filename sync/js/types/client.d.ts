@@ -10,7 +10,7 @@ export class Client {
     /** a bearer token sent as the Authorization header (only where the WebSocket constructor takes headers, as Node's ws does) */
     token: string;
     Socket: any;
-    storage: import("./storage.js").Storage;
+    storage: Drafts.Storage;
     onStorageError: (err: StorageError) => void;
     storeDelay: number;
     requestTimeout: number;
@@ -149,11 +149,11 @@ export class Client {
      */
     restore(): Promise<void>;
     /**
-     * Takes the stored record v as this client's decisions (before any
-     * frame: restore runs before the first connection).
+     * Takes the stored record v as this client's decisions.
      * @param {any} v
      */
     restoreFrom(v: any): void;
+    /** Arms the write of the drafts that changed since they were stored. */
     scheduleStore(): void;
     /**
      * Writes every decision's draft to the storage now (after the writes
@@ -162,7 +162,10 @@ export class Client {
      * @returns {Promise<void>}
      */
     flushStorage(): Promise<void>;
-    /** @returns {Promise<void>} */
+    /**
+     * Writes every decision's draft now (see flushStorage).
+     * @returns {Promise<void>}
+     */
     store(): Promise<void>;
     /**
      * Forgets the stored drafts of this document and member.
@@ -863,6 +866,7 @@ export type Overwrite = {
      */
     cell: CellProvenance;
 };
+import * as Drafts from "./storage.js";
 import { StorageError } from "./errors.js";
 import { RefusedError } from "./errors.js";
 import { PresenceOut } from "./presence.js";

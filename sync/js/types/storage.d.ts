@@ -5,6 +5,58 @@
  */
 export function isQuotaError(err: unknown): boolean;
 /**
+ * The storage key of this client's drafts: the server, the document, the member.
+ * @param {Client} c
+ */
+export function storageKey(c: Client): string;
+/**
+ * Reports a storage problem; it never stops the client.
+ * @param {Client} c
+ * @param {StorageError} err
+ */
+export function storageFailed(c: Client, err: StorageError): void;
+/**
+ * Reads the stored drafts once (bounded: a storage that does not answer
+ * within restoreTimeout is reported and the client goes on without it,
+ * leaving the stored drafts untouched for a later start).
+ * @param {Client} c
+ * @returns {Promise<void>}
+ */
+export function restore(c: Client): Promise<void>;
+/**
+ * Takes the stored record v as this client's decisions (before any
+ * frame: restore runs before the first connection).
+ * @param {Client} c
+ * @param {any} v
+ */
+export function restoreFrom(c: Client, v: any): void;
+/**
+ * Arms the write of the drafts that changed since they were stored: at
+ * once after a local edit, storeDelay ms after changes from the server.
+ * @param {Client} c
+ */
+export function scheduleStore(c: Client): void;
+/**
+ * Writes every decision's draft to the storage now (after the writes
+ * already under way). Resolves once it is written; a failure is
+ * reported, not thrown.
+ * @param {Client} c
+ * @returns {Promise<void>}
+ */
+export function flushStorage(c: Client): Promise<void>;
+/**
+ * Writes every decision's draft now, as one value (see flushStorage).
+ * @param {Client} c
+ * @returns {Promise<void>}
+ */
+export function store(c: Client): Promise<void>;
+/**
+ * Forgets the stored drafts of this document and member.
+ * @param {Client} c
+ * @returns {Promise<void>}
+ */
+export function forgetStored(c: Client): Promise<void>;
+/**
  * @typedef {object} Storage
  * @property {(key: string) => Promise<any>} get resolves undefined when nothing is stored
  * @property {(key: string, value: any) => Promise<void>} put
@@ -58,6 +110,8 @@ export class IndexedDBStorage {
     /** @param {string} key */
     delete(key: string): Promise<void>;
 }
+export type Client = import("./client.js").Client;
+export type Decision = import("./client.js").Decision;
 export type Storage = {
     /**
      * resolves undefined when nothing is stored
@@ -66,3 +120,4 @@ export type Storage = {
     put: (key: string, value: any) => Promise<void>;
     delete: (key: string) => Promise<void>;
 };
+import { StorageError } from "./errors.js";
