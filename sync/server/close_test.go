@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/server"
@@ -40,12 +41,7 @@ func TestCloseDocument(t *testing.T) {
 			t.Fatal("the connection stayed open")
 		}
 	}
-	for ts.srv.Stats().Documents != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d documents loaded after CloseDocument, want 1", ts.srv.Stats().Documents)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, "one document loaded after CloseDocument", func() bool { return ts.srv.Stats().Documents == 1 })
 
 	ben := dial(t, ts, "ben", wire.Binary)
 	doc := ben.expect(wire.KindDoc).(*wire.Doc)
@@ -66,48 +62,6 @@ func closedWith(t *testing.T, p *peer) int {
 		t.Fatal("the connection stayed open")
 	}
 	return p.closeCode
-}
-
-// TestFailedCommitClosesTheDocument: a failed commit refuses its group
-// and then closes every connection of the document with 1013, the editor's
-// and a reader's too (not only those sent early changes), and unloads
-// it: in a cluster the failure may be a fenced commit, and clients must
-// redial to reach the document's owner. The next connection loads what
-// the store holds.
-func TestFailedCommitClosesTheDocument(t *testing.T) {
-	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
-	ts := startWith(t, setup{tune: func(o *server.Options) {
-		g.Store = o.Store
-		o.Store = g
-	}})
-	ana := dial(t, ts, "ana", wire.Binary)
-	x := ana.create("x").ID
-	if r := ana.edit(x, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) }); !r.OK {
-		t.Fatalf("edit: %+v", r)
-	}
-	ben := dial(t, ts, "ben", wire.Text)
-	ben.expect(wire.KindDoc)
-
-	g.set(false, 1)
-	ana.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
-	if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e2" || r.OK || r.Reason != question.Unavailable || !r.Reset {
-		t.Fatalf("ana's reply to the failed commit: %+v", r)
-	}
-	for _, p := range []*peer{ana, ben} {
-		if code := closedWith(t, p); code != server.CloseCommitFailed {
-			t.Fatalf("closed with %d after a failed commit, want %d", code, server.CloseCommitFailed)
-		}
-	}
-	waitFor(t, "the document to be unloaded", 5*time.Second, func() bool { return ts.srv.Stats().Documents == 0 })
-	cy := dial(t, ts, "cy", wire.Binary)
-	cy.expect(wire.KindDoc)
-	st, err := cy.docs[x].State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := st.Drafts[st.Generation].Questions["q1"].Marks; len(got) != 1 || got["email/cheap"] != marks.Yes {
-		t.Fatalf("the reloaded document holds marks %v, want only the committed one", got)
-	}
 }
 
 // TestHandOffCommitsFirst: HandOff closes the document's connections with

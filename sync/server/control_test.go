@@ -12,6 +12,7 @@ import (
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/crdt/crdttest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/server"
@@ -228,13 +229,13 @@ func TestStatsAndCommittedHook(t *testing.T) {
 	// A frame is counted once its write returned, which may be just after
 	// the peer read it.
 	const out = 2 + 1 + 8 + 1 + 1 + 1
-	waitFor(t, "every frame to be counted", 5*time.Second, func() bool { return ts.srv.Stats().FramesOut >= out })
+	testutil.Eventually(t, "every frame to be counted", func() bool { return ts.srv.Stats().FramesOut >= out })
 	if st := ts.srv.Stats(); st.FramesIn != 5 || st.FramesOut != out {
 		t.Fatalf("frames in %d out %d", st.FramesIn, st.FramesOut)
 	}
 	ana.ws.Close()
 	ben.ws.Close()
-	waitFor(t, "the connections to end", 5*time.Second, func() bool { return ts.srv.Stats().Connections == 0 })
+	testutil.Eventually(t, "the connections to end", func() bool { return ts.srv.Stats().Connections == 0 })
 }
 
 func websocketDial(ts *testServer, member string) (*websocket.Conn, *http.Response, error) {

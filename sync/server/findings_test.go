@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/planner/memhost"
@@ -148,7 +149,7 @@ func TestFindingsOverRealSockets(t *testing.T) {
 	if got.Findings[0].Summary != "Email is free." {
 		t.Fatalf("settled finding: %+v", got.Findings[0])
 	}
-	eventuallyT(t, "one notice", func() bool { return len(chat.Notices("plan-1")) == 1 })
+	testutil.Eventually(t, "one notice", func() bool { return len(chat.Notices("plan-1")) == 1 })
 
 	// R8: ask ben; only ben takes, with a stance.
 	if r := ana.explore(&wire.Explore{ID: rec.ID, Member: "nobody"}); r.OK || r.Reason != question.NotFound {
@@ -170,7 +171,7 @@ func TestFindingsOverRealSockets(t *testing.T) {
 	ana.meta(func(rec question.Record) bool {
 		return len(rec.Findings) == 2 && rec.Findings[1].Status == question.FindingReady
 	})
-	eventuallyT(t, "the ask's notice", func() bool { return len(chat.Notices("plan-1")) == 2 })
+	testutil.Eventually(t, "the ask's notice", func() bool { return len(chat.Notices("plan-1")) == 2 })
 
 	// E1: question:page is expand's other name.
 	page := &wire.Target{Header: wire.Header{Kind: wire.KindPage}, ID: rec.ID}
@@ -194,19 +195,8 @@ func TestSweepOnOpenSettlesMissedWork(t *testing.T) {
 	ben.meta(func(rec question.Record) bool {
 		return len(rec.Findings) == 1 && rec.Findings[0].Status == question.FindingFailed
 	})
-	eventuallyT(t, "a quiet notice", func() bool {
+	testutil.Eventually(t, "a quiet notice", func() bool {
 		n := chat.Notices("plan-1")
 		return len(n) == 1 && n[0].Quiet
 	})
-}
-
-func eventuallyT(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -29,7 +30,7 @@ func sentAll(t *testing.T, ts *testServer, p *peer) {
 	if err := p.ws.WriteMessage(websocket.BinaryMessage, []byte{0xc1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the frames to be read", 5*time.Second, func() bool { return ts.srv.Stats().FramesIn >= want })
+	testutil.Eventually(t, "the frames to be read", func() bool { return ts.srv.Stats().FramesIn >= want })
 }
 
 // awaitReply reads p's frames until the reply to rid, which must be OK.
@@ -122,7 +123,7 @@ func TestGroupWaitEnds(t *testing.T) {
 		ts := startServerWith(t, "", server.Options{GroupWait: longWait})
 		ana, cy, id := twoEditors(t, ts)
 		cy.ws.Close()
-		waitFor(t, "cy's connection to end", 5*time.Second, func() bool { return ts.srv.Stats().Connections == 1 })
+		testutil.Eventually(t, "cy's connection to end", func() bool { return ts.srv.Stats().Connections == 1 })
 		if r := ana.edit(id, setMark("email", marks.No)); !r.OK {
 			t.Fatalf("edit: %+v", r)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -170,13 +171,13 @@ func freshJoin(t *testing.T, ts *testServer, doc string, ids []string) (*replica
 		t.Fatal(err)
 	}
 	next := 0
-	waitFor(t, "every decision to arrive", 2*time.Minute, func() bool {
+	testutil.EventuallyWithin(t, 2*time.Minute, "every decision to arrive", func() (bool, string) {
 		for ; next < len(ids); next++ {
 			if _, _, err := c.Accepted(ids[next]); err != nil {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	return c, int(dials.Load()), time.Since(start)
 }
@@ -370,13 +371,13 @@ func TestLargeDocumentJoinsInOneConnection(t *testing.T) {
 		for _, id := range edited {
 			want := accepted(id)
 			for i, j := range js {
-				waitFor(t, fmt.Sprintf("raw joiner %d to converge on %s", i, id), 30*time.Second, func() bool {
-					return j.heads(id).Equal(want)
+				testutil.EventuallyWithin(t, 30*time.Second, fmt.Sprintf("raw joiner %d to converge on %s", i, id), func() (bool, string) {
+					return j.heads(id).Equal(want), ""
 				})
 			}
-			waitFor(t, "the replica to converge on "+id, 30*time.Second, func() bool {
+			testutil.EventuallyWithin(t, 30*time.Second, "the replica to converge on "+id, func() (bool, string) {
 				acc, _, err := c.Accepted(id)
-				return err == nil && acc.Equal(want)
+				return err == nil && acc.Equal(want), ""
 			})
 		}
 		for _, j := range js {
@@ -437,7 +438,7 @@ func TestJoinerThatStopsReadingIsDropped(t *testing.T) {
 		edits, err = e.run(stop)
 		done <- err
 	}()
-	waitFor(t, "the silent joiner to be dropped", time.Minute, func() bool { return ts.srv.Stats().SlowDrops > 0 })
+	testutil.EventuallyWithin(t, time.Minute, "the silent joiner to be dropped", func() (bool, string) { return ts.srv.Stats().SlowDrops > 0, "" })
 	if drops.Load() == 0 {
 		t.Error("the drop was not logged")
 	}

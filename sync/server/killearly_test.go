@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -95,9 +96,9 @@ func TestKillWithEarlyFanOut(t *testing.T) {
 	ahead := 0 // kills after which a watcher held changes the file lacked
 	for cycle := range cycles {
 		e0, s0 := l.counts()
-		waitFor(t, "edits and saves to be acknowledged", 30*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, "edits and saves to be acknowledged", func() (bool, string) {
 			e, s := l.counts()
-			return e >= e0+30 && s >= s0+2
+			return e >= e0+30 && s >= s0+2, ""
 		})
 		proc.kill(t)
 		a := stored(t, path, "plan-k")
@@ -136,13 +137,13 @@ func TestKillWithEarlyFanOut(t *testing.T) {
 		}
 		t.Logf("cycle %d: killed; every acknowledged edit and save and all %d announced saves are in the file", cycle, n)
 		proc = startServerProcess(t, path, proc.addr)
-		waitFor(t, "every client to reconnect", 30*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, "every client to reconnect", func() (bool, string) {
 			for _, c := range clients {
 				if !c.Connected() {
-					return false
+					return false, ""
 				}
 			}
-			return true
+			return true, ""
 		})
 	}
 	halt()

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
@@ -352,9 +353,9 @@ func TestKillAndRestart(t *testing.T) {
 
 	for cycle := range cycles {
 		e0, s0 := l.counts()
-		waitFor(t, "edits and saves to be acknowledged", 20*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 20*time.Second, "edits and saves to be acknowledged", func() (bool, string) {
 			e, s := l.counts()
-			return e >= e0+30 && s >= s0+3
+			return e >= e0+30 && s >= s0+3, ""
 		})
 		failed()
 		proc.kill(t)
@@ -369,13 +370,13 @@ func TestKillAndRestart(t *testing.T) {
 		}
 		t.Logf("cycle %d: killed with %d edits and %d saves acknowledged, all in the file", cycle, e, s)
 		proc = startServerProcess(t, path, proc.addr)
-		waitFor(t, "every client to reconnect", 20*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 20*time.Second, "every client to reconnect", func() (bool, string) {
 			for _, c := range clients {
 				if !c.Connected() {
-					return false
+					return false, ""
 				}
 			}
-			return true
+			return true, ""
 		})
 	}
 	close(stop)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/server"
@@ -179,7 +180,7 @@ func TestFloodingClientIsThrottled(t *testing.T) {
 	f, docs := dialFlooder(t, ts, "plan-f", "flo", 1)
 	edit := chooseEdit(t, docs[id], id)
 	f.flood(edit, -1)
-	waitFor(t, "the flood to be throttled", 20*time.Second, func() bool { return ts.srv.Stats().Throttled > 0 })
+	testutil.EventuallyWithin(t, 20*time.Second, "the flood to be throttled", func() (bool, string) { return ts.srv.Stats().Throttled > 0, "" })
 
 	// Each member marks the cells of its own row, waiting for each edit's
 	// acknowledgement.
@@ -215,7 +216,7 @@ func TestFloodingClientIsThrottled(t *testing.T) {
 	close(stopSampling)
 	<-sampled
 	// Once its connection ended, nothing counts the flood any more.
-	waitFor(t, "the flooder's connection to end", 10*time.Second, func() bool { return ts.srv.Stats().Connections == members })
+	testutil.Eventually(t, "the flooder's connection to end", func() bool { return ts.srv.Stats().Connections == members })
 
 	st := ts.srv.Stats()
 	t.Logf("flood: %d replies, %d frames throttled, inbox peak %d, closed: %v", replies, st.Throttled, peak.Load(), end)
@@ -304,7 +305,7 @@ func TestRateLimitCloses(t *testing.T) {
 			f, _ := dialFlooder(t, ts, "plan-1", "flo", 0)
 			f.flood(tc.frame, tc.n)
 			if tc.reason == "" {
-				waitFor(t, "every frame to be answered", 30*time.Second, func() bool { return f.replies.Load() == int64(tc.n) })
+				testutil.EventuallyWithin(t, 30*time.Second, "every frame to be answered", func() (bool, string) { return f.replies.Load() == int64(tc.n), "" })
 				if err := f.closed(); err != nil {
 					t.Fatalf("the slowed connection ended: %v", err)
 				}
@@ -313,7 +314,7 @@ func TestRateLimitCloses(t *testing.T) {
 				}
 			} else {
 				var end error
-				waitFor(t, "the connection to be closed", 30*time.Second, func() bool { end = f.closed(); return end != nil })
+				testutil.EventuallyWithin(t, 30*time.Second, "the connection to be closed", func() (bool, string) { end = f.closed(); return end != nil, "" })
 				if !closedFor(end, tc.reason) {
 					t.Fatalf("the connection ended with %v, want close code 1008 and reason %q", end, tc.reason)
 				}
@@ -325,7 +326,7 @@ func TestRateLimitCloses(t *testing.T) {
 				if got := m["accord_sync_rate_closes_total{limit="+tc.limit+"}"]; got != 1 {
 					t.Fatalf("accord_sync_rate_closes_total{limit=%s} = %v, want 1", tc.limit, got)
 				}
-				waitFor(t, "the closed connection to end", 10*time.Second, func() bool { return ts.srv.Stats().Connections == 1 })
+				testutil.Eventually(t, "the closed connection to end", func() bool { return ts.srv.Stats().Connections == 1 })
 			}
 			// The other member's connection carries on.
 			ana.create("after")
@@ -471,7 +472,7 @@ func TestConnectionCaps(t *testing.T) {
 				t.Fatalf("accord_sync_refused_upgrades_total{limit=%s} = %v, want %d", tc.limit, got, refused)
 			}
 			open[tc.free].Close()
-			waitFor(t, "the closed connection to end", 10*time.Second, func() bool { return ts.srv.Stats().Connections == len(open)-1 })
+			testutil.Eventually(t, "the closed connection to end", func() bool { return ts.srv.Stats().Connections == len(open)-1 })
 			dialNow(tc.again)
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/crdt/crdttest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -119,7 +120,7 @@ func TestMetricsOverRealTraffic(t *testing.T) {
 	}
 
 	// The dropped member's connection ends; three remain.
-	waitFor(t, "the dropped connection to end", 5*time.Second, func() bool { return ts.srv.Stats().Connections == 3 })
+	testutil.Eventually(t, "the dropped connection to end", func() bool { return ts.srv.Stats().Connections == 3 })
 	got := gather(t, reg)
 	for name, want := range map[string]float64{
 		"accord_sync_connections":                             3,

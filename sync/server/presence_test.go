@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -66,7 +67,7 @@ func TestPresenceOverRealSockets(t *testing.T) {
 	for _, f := range []string{"u", "v", "w", "x", "y", "z"} {
 		publish(ana, wire.PresenceState{Decision: rec.ID, Field: f}, "")
 	}
-	waitFor(t, "frames over the rate to be dropped", 5*time.Second, func() bool { return ts.srv.Stats().PresenceDropped >= before+2 })
+	testutil.Eventually(t, "frames over the rate to be dropped", func() bool { return ts.srv.Stats().PresenceDropped >= before+2 })
 	time.Sleep(700 * time.Millisecond) // the bucket fills again
 	publish(ana, wire.PresenceState{Decision: rec.ID, Field: "a"}, "")
 	for {

@@ -20,6 +20,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -590,7 +591,7 @@ func TestEditAcceptedBeforeASaveIsReportedAccepted(t *testing.T) {
 	if err := ben.Flush(testCtx(t, 10*time.Second), id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Ana to see Ben's choice", 10*time.Second, func() bool {
+	testutil.Eventually(t, "Ana to see Ben's choice", func() bool {
 		dr, _, _ := ana.Draft(id)
 		return len(dr.Questions["q1"].Choices) == 1
 	})
@@ -603,9 +604,9 @@ func TestEditAcceptedBeforeASaveIsReportedAccepted(t *testing.T) {
 	}
 	flushed := make(chan error, 1)
 	go func() { flushed <- ana.Flush(testCtx(t, 30*time.Second), id) }()
-	waitFor(t, "the reply to Ana's edit to be lost", 10*time.Second, func() bool { return d.cuts.Load() == 1 })
+	testutil.Eventually(t, "the reply to Ana's edit to be lost", func() bool { return d.cuts.Load() == 1 })
 
-	waitFor(t, "Ben to see Ana's words", 10*time.Second, func() bool {
+	testutil.Eventually(t, "Ben to see Ana's words", func() bool {
 		dr, _, _ := ben.Draft(id)
 		return dr.Questions["note"].Text == "Email links need no new device."
 	})

@@ -15,7 +15,6 @@ import (
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -418,30 +417,5 @@ func TestSyncProtocolCatchUpAndCraftedMessages(t *testing.T) {
 	}
 	if r := ana.edit(rec.ID, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) }); !r.OK {
 		t.Fatalf("server did not carry on: %s", r.Message)
-	}
-}
-
-func TestDoRunsOnTheDocumentAndAnnounces(t *testing.T) {
-	ts := startServer(t, "")
-	ana := dial(t, ts, "ana", wire.Binary)
-	var _ planner.Authorities = ts.srv // the server drives answer delivery
-	planner := question.Member{Login: "planner", Write: true}
-	err := ts.srv.Do(context.Background(), "plan-1", func(a *question.Authority) error {
-		_, err := a.Create(context.Background(), planner, []question.CreateRequest{{Key: "p1", Origin: question.FromPlanner,
-			Definition: question.Definition{Questions: []question.Question{{Text: "How should onboarding work?", Response: question.Text}}}}})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := ana.expect(wire.KindCreated).(*wire.Event)
-	if ev.Record.Origin != question.FromPlanner {
-		t.Fatalf("created %+v", ev.Record)
-	}
-	ana.expect(wire.KindDoc)
-	// The effects were durable before Do returned.
-	sd, err := ts.store.LoadDocument(context.Background(), "plan-1")
-	if err != nil || len(sd.Records) != 1 {
-		t.Fatalf("stored %d records (%v)", len(sd.Records), err)
 	}
 }

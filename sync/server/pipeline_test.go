@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/question"
@@ -124,7 +125,7 @@ func TestDraftEditsFanOutBeforeTheCommit(t *testing.T) {
 	if err := ana.ws.WriteMessage(websocket.BinaryMessage, []byte{0xc1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the frames to be read", 5*time.Second, func() bool { return ts.srv.Stats().FramesIn >= want })
+	testutil.Eventually(t, "the frames to be read", func() bool { return ts.srv.Stats().FramesIn >= want })
 	g.pass <- struct{}{} // the first commit goes through
 	if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e1" || !r.OK {
 		t.Fatalf("ana's first reply: %+v", r)
@@ -217,7 +218,7 @@ func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
 				}
 				return false
 			}
-			waitFor(t, "ben's edit to be decided", 5*time.Second, decided)
+			testutil.Eventually(t, "ben's edit to be decided", decided)
 			if got := cy.pending(); len(got) != 0 {
 				t.Fatalf("cy got %s of a group decided while a commit ran", got[0].FrameKind())
 			}
@@ -260,7 +261,7 @@ func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
 			// A connection that joins the document while it drains is
 			// closed too, for its client to redial (as the replica does):
 			// dee dials once the failed document has stopped.
-			waitFor(t, "the failed document to stop", 5*time.Second, func() bool { return ts.srv.Stats().Documents == 0 })
+			testutil.Eventually(t, "the failed document to stop", func() bool { return ts.srv.Stats().Documents == 0 })
 			late := dial(t, ts, "dee", wire.Binary)
 			late.expect(wire.KindDoc)
 			draft, err := late.docs[x].State()
@@ -276,5 +277,47 @@ func TestNextGroupIsDecidedWhileACommitRuns(t *testing.T) {
 				t.Fatalf("the store holds marks %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestFailedCommitClosesTheDocument: a failed commit refuses its group
+// and then closes every connection of the document with 1013, the editor's
+// and a reader's too (not only those sent early changes), and unloads
+// it: in a cluster the failure may be a fenced commit, and clients must
+// redial to reach the document's owner. The next connection loads what
+// the store holds.
+func TestFailedCommitClosesTheDocument(t *testing.T) {
+	g := &gateStore{entered: make(chan struct{}), pass: make(chan struct{})}
+	ts := startWith(t, setup{tune: func(o *server.Options) {
+		g.Store = o.Store
+		o.Store = g
+	}})
+	ana := dial(t, ts, "ana", wire.Binary)
+	x := ana.create("x").ID
+	if r := ana.edit(x, func(d *crdt.Doc) error { return d.SetMark("q1", "email", "cheap", marks.Yes) }); !r.OK {
+		t.Fatalf("edit: %+v", r)
+	}
+	ben := dial(t, ts, "ben", wire.Text)
+	ben.expect(wire.KindDoc)
+
+	g.set(false, 1)
+	ana.sendEdit(x, "e2", func(d *crdt.Doc) error { return d.SetMark("q1", "sms", "cheap", marks.No) })
+	if r := ana.expect(wire.KindEdit).(*wire.Reply); r.RID != "e2" || r.OK || r.Reason != question.Unavailable || !r.Reset {
+		t.Fatalf("ana's reply to the failed commit: %+v", r)
+	}
+	for _, p := range []*peer{ana, ben} {
+		if code := closedWith(t, p); code != server.CloseCommitFailed {
+			t.Fatalf("closed with %d after a failed commit, want %d", code, server.CloseCommitFailed)
+		}
+	}
+	testutil.Eventually(t, "the document to be unloaded", func() bool { return ts.srv.Stats().Documents == 0 })
+	cy := dial(t, ts, "cy", wire.Binary)
+	cy.expect(wire.KindDoc)
+	st, err := cy.docs[x].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Drafts[st.Generation].Questions["q1"].Marks; len(got) != 1 || got["email/cheap"] != marks.Yes {
+		t.Fatalf("the reloaded document holds marks %v, want only the committed one", got)
 	}
 }
