@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
 )
@@ -34,7 +35,7 @@ func BenchmarkSave(b *testing.B) {
 				b.Fatal(err)
 			}
 			id := recs[0].ID
-			waitFor(tb, "the decision", 10*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+			testutil.Eventually(tb, "the decision", func() bool { _, _, err := cl.Draft(id); return err == nil })
 			lat := make([]time.Duration, 0, b.N)
 			for i := 0; b.Loop(); i++ {
 				waitOpen(b, cl, id)
@@ -63,11 +64,9 @@ func BenchmarkSave(b *testing.B) {
 
 func waitOpen(b *testing.B, cl *replica.Client, id string) {
 	b.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testutil.Eventually(b, "the decision to open", func() bool {
 		d, _, err := cl.Draft(id)
-		if r, ok := cl.Record(id); err == nil && ok && r.Status == question.Open && d.Generation == r.Generation {
-			return
-		}
-	}
-	b.Fatal("the decision did not open")
+		r, ok := cl.Record(id)
+		return err == nil && ok && r.Status == question.Open && d.Generation == r.Generation
+	})
 }

@@ -21,6 +21,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
@@ -59,20 +60,17 @@ func startNode(t testing.TB, name, natsURL string) *node {
 	ctx := context.Background()
 	nc := natstest.Connect(t, natsURL)
 	var js *jetstream.Store
-	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: 3, Timeout: 5 * time.Second}); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("%s: open store: %v", name, err)
-	}
+	testutil.EventuallyWithin(t, 15*time.Second, name+"'s store to open", func() (bool, string) {
+		var err error
+		js, err = jetstream.Open(ctx, nc, &jetstream.Options{Replicas: 3, Timeout: 5 * time.Second})
+		return err == nil, fmt.Sprint(err)
+	})
 	n := &node{name: name, nc: nc, store: cluster.NewFencedStore(js)}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", name)
 	// Every commit's heads (from, to) go to the test's log, so that a
 	// fenced commit shows which commits moved the document before it.
 	n.store.SetLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", name))
+	var err error
 	n.srv, err = server.New(server.Options{Store: n.store, Authorize: authorize, IdleUnload: time.Second, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +83,13 @@ func startNode(t testing.TB, name, natsURL string) *node {
 		mu.Unlock()
 		hh.ServeHTTP(w, r)
 	}))
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testutil.EventuallyWithin(t, 15*time.Second, name+"'s router to start", func() (bool, string) {
 		n.router, err = cluster.New(ctx, n.srv, cluster.Options{
 			Conn: nc, Node: name, URL: n.hs.URL + "/", Replicas: 3,
 			LeaseTTL: leaseTTL, ReleaseAfter: 3 * time.Second, Lost: func(doc string) { n.store.Forget(doc); n.srv.CloseDocument(doc) }, Logger: logger,
 		})
-		if err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("%s: router: %v", name, err)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 	n.store.RequireLease(n.router)
 	n.mux = http.NewServeMux()
 	n.mux.Handle("/", n.router)
@@ -163,17 +156,6 @@ func joinWith(t testing.TB, base, doc, member string, opts replica.Options) *rep
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func card(key string) wire.Card {
@@ -271,7 +253,7 @@ func TestSavesThroughTwoNodes(t *testing.T) {
 	for round := range 3 {
 		opt := "o" + strconv.Itoa(round%3)
 		if err := ben.Choose(id, "q1", opt, true); err != nil {
-			waitFor(t, "ben to hold the decision", 10*time.Second, func() bool { _, _, err := ben.Draft(id); return err == nil })
+			testutil.Eventually(t, "ben to hold the decision", func() bool { _, _, err := ben.Draft(id); return err == nil })
 			if err := ben.Choose(id, "q1", opt, true); err != nil {
 				t.Fatal(err)
 			}
@@ -282,12 +264,12 @@ func TestSavesThroughTwoNodes(t *testing.T) {
 		if err := ben.Flush(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "ana (node a) and ben (node b) to converge", 10*time.Second, func() bool {
+		testutil.Eventually(t, "ana (node a) and ben (node b) to converge", func() bool {
 			return converged([]*replica.Client{ana, ben}, id)
 		})
 		winner := saveRace(t, ctx, id, ana, ben)
 		wins[winner]++
-		waitFor(t, "both to hold the settled record", 10*time.Second, func() bool {
+		testutil.Eventually(t, "both to hold the settled record", func() bool {
 			for _, cl := range []*replica.Client{ana, ben} {
 				rec, ok := cl.Record(id)
 				if !ok || rec.Status != question.Settled || rec.Answer == nil || rec.Answer.By != winner {
@@ -300,7 +282,7 @@ func TestSavesThroughTwoNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "both to hold the reopened draft", 10*time.Second, func() bool {
+		testutil.Eventually(t, "both to hold the reopened draft", func() bool {
 			for _, cl := range []*replica.Client{ana, ben} {
 				d, _, err := cl.Draft(id)
 				if rec, ok := cl.Record(id); err != nil || !ok || rec.Status != question.Open || d.Generation != reopened.Generation {
@@ -335,7 +317,7 @@ func TestOwnerCrashFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := recs[0].ID
-	waitFor(t, "ben to hold the decision", 10*time.Second, func() bool { _, _, err := ben.Draft(id); return err == nil })
+	testutil.Eventually(t, "ben to hold the decision", func() bool { _, _, err := ben.Draft(id); return err == nil })
 	if err := ben.Choose(id, "q1", "o1", true); err != nil {
 		t.Fatal(err)
 	}
@@ -352,17 +334,17 @@ func TestOwnerCrashFailover(t *testing.T) {
 	crashed := time.Now()
 	// A new client of b must reach a working owner: b, once a's lease ends.
 	cal := join(t, b.url, "plan-2", "cal")
-	waitFor(t, "cal to hold the settled record", 20*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 20*time.Second, "cal to hold the settled record", func() (bool, string) {
 		rec, ok := cal.Record(id)
-		return ok && rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == "ben"
+		return ok && rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == "ben", ""
 	})
 	failover := time.Since(crashed)
 	if !b.router.Owns("plan-2") {
 		t.Fatal("b serves plan-2 without its lease")
 	}
-	waitFor(t, "ben to reconnect and hold the settled record", 20*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 20*time.Second, "ben to reconnect and hold the settled record", func() (bool, string) {
 		rec, ok := ben.Record(id)
-		return ok && rec.Status == question.Settled && rec.Revision == settled.Revision
+		return ok && rec.Status == question.Settled && rec.Revision == settled.Revision, ""
 	})
 	// Provenance was stored with the change: the new owner has it.
 	if ps, err := cal.Provenance(ctx, id); err != nil || len(ps) != 1 || ps[0].By != "ben" {
@@ -375,7 +357,7 @@ func TestOwnerCrashFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "cal to hold the reopened draft", 10*time.Second, func() bool {
+	testutil.Eventually(t, "cal to hold the reopened draft", func() bool {
 		d, _, err := cal.Draft(id)
 		r, ok := cal.Record(id)
 		return err == nil && ok && r.Status == question.Open && d.Generation == reopened.Generation
@@ -401,15 +383,11 @@ func TestFencedStoreRefusesAStaleDecision(t *testing.T) {
 	open := func(url string) *cluster.FencedStore {
 		nc := natstest.Connect(t, url)
 		var s *jetstream.Store
-		var err error
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if s, err = jetstream.Open(context.Background(), nc, &jetstream.Options{Stream: "FENCE", Replicas: 3}); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		testutil.EventuallyWithin(t, 15*time.Second, "the store to open", func() (bool, string) {
+			var err error
+			s, err = jetstream.Open(context.Background(), nc, &jetstream.Options{Stream: "FENCE", Replicas: 3})
+			return err == nil, fmt.Sprint(err)
+		})
 		f := cluster.NewFencedStore(s)
 		t.Cleanup(func() { f.Close() })
 		return f
@@ -460,15 +438,11 @@ func TestOneOwnerPerDocument(t *testing.T) {
 	for i := range 3 {
 		nc := natstest.Connect(t, c.URL(i))
 		var r *cluster.Router
-		var err error
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if r, err = cluster.New(ctx, http.NotFoundHandler(), cluster.Options{Conn: nc, Node: "n" + strconv.Itoa(i), URL: "http://n" + strconv.Itoa(i), Replicas: 3, Bucket: "RACE"}); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		testutil.EventuallyWithin(t, 15*time.Second, "router n"+strconv.Itoa(i)+" to start", func() (bool, string) {
+			var err error
+			r, err = cluster.New(ctx, http.NotFoundHandler(), cluster.Options{Conn: nc, Node: "n" + strconv.Itoa(i), URL: "http://n" + strconv.Itoa(i), Replicas: 3, Bucket: "RACE"})
+			return err == nil, fmt.Sprint(err)
+		})
 		t.Cleanup(func() { r.Close() })
 		routers = append(routers, r)
 	}
@@ -544,7 +518,7 @@ func TestLostLeaseClosesConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := time.Now()
-	waitFor(t, "b to take the lease", 10*time.Second, func() bool {
+	testutil.Eventually(t, "b to take the lease", func() bool {
 		node, _, err := b.router.Owner(ctx, "plan-3")
 		return err == nil && node == "b"
 	})
@@ -561,7 +535,7 @@ func TestLostLeaseClosesConnections(t *testing.T) {
 	}
 	// And a unloaded it (Options.Lost: Server.CloseDocument), so that if
 	// it takes the document back it starts from the stored state.
-	waitFor(t, "a to unload plan-3", 20*time.Second, func() bool { return a.srv.Stats().Documents == 0 })
+	testutil.EventuallyWithin(t, 20*time.Second, "a to unload plan-3", func() (bool, string) { return a.srv.Stats().Documents == 0, "" })
 	// A client of a now reaches b's authority.
 	ana := join(t, a.url, "plan-3", "ana")
 	if _, err := ana.Create(ctx, card("moved")); err != nil {
@@ -591,14 +565,14 @@ func TestFailoverCycles(t *testing.T) {
 		// to a renewal slow on a busy machine and take it again as they
 		// redial.
 		var owner *node
-		waitFor(t, fmt.Sprintf("cycle %d: a live node to own the document", cycle), 20*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 20*time.Second, fmt.Sprintf("cycle %d: a live node to own the document", cycle), func() (bool, string) {
 			for _, n := range live {
 				if n.router.Owns("busy") {
 					owner = n
-					return true
+					return true, ""
 				}
 			}
-			return false
+			return false, ""
 		})
 		// The saver is a client of a node that does not own the document.
 		saver := clients[0]
@@ -618,7 +592,7 @@ func TestFailoverCycles(t *testing.T) {
 		}
 		id := recs[0].ID
 		for _, cl := range clients {
-			waitFor(t, "every client to hold the decision", 10*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+			testutil.Eventually(t, "every client to hold the decision", func() bool { _, _, err := cl.Draft(id); return err == nil })
 		}
 		if err := saver.Choose(id, "q1", "o1", true); err != nil {
 			t.Fatal(err)
@@ -639,22 +613,22 @@ func TestFailoverCycles(t *testing.T) {
 		// Sent again (same key) if its outcome is not known: the
 		// document may change hands meanwhile on a busy machine.
 		var crit question.Criterion
-		waitFor(t, fmt.Sprintf("cycle %d: the append to be answered", cycle), 20*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 20*time.Second, fmt.Sprintf("cycle %d: the append to be answered", cycle), func() (bool, string) {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			crit, _, _, err = saver.AppendCriterion(actx, appends, "q1", key, fmt.Sprintf("Speed %d", cycle))
-			return err == nil
+			return err == nil, fmt.Sprint(err)
 		})
 		owner.crash()
 		// The same append again, as a client that never saw its reply
 		// would send it, now to the next owner: the key is remembered.
 		var again question.Criterion
 		var repeated bool
-		waitFor(t, "the repeated append to be answered by the next owner", 30*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, "the repeated append to be answered by the next owner", func() (bool, string) {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			again, _, repeated, err = saver.AppendCriterion(actx, appends, "q1", key, fmt.Sprintf("Speed %d", cycle))
-			return err == nil
+			return err == nil, fmt.Sprint(err)
 		})
 		if !repeated || again.ID != crit.ID {
 			t.Fatalf("cycle %d: append repeated after failover: %+v repeated %v, first %+v", cycle, again, repeated, crit)
@@ -668,14 +642,14 @@ func TestFailoverCycles(t *testing.T) {
 		live = append(live, startNode(t, fmt.Sprintf("n%d", cycle+2), c.URL((cycle+2)%3)))
 	}
 	check := join(t, live[0].url, "busy", "checker")
-	waitFor(t, "every acknowledged save to be there after the last failover", 20*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 20*time.Second, "every acknowledged save to be there after the last failover", func() (bool, string) {
 		for id, who := range settled {
 			rec, ok := check.Record(id)
 			if !ok || rec.Status != question.Settled || rec.Answer == nil || rec.Answer.By != who {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	rec, ok := check.Record(appends)
 	if !ok || len(rec.Definition.Questions[0].Criteria) != 1+cycles {
@@ -715,15 +689,15 @@ func TestNoCommitWithoutTheLease(t *testing.T) {
 	if err := kv.Delete(ctx, base64.RawURLEncoding.EncodeToString([]byte(doc))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to take the lease", 10*time.Second, func() bool {
+	testutil.Eventually(t, "b to take the lease", func() bool {
 		node, _, err := b.router.Owner(ctx, doc)
 		return err == nil && node == "b"
 	})
 	// At its next renewal (every TTL/3, later on a busy machine).
-	waitFor(t, "a to see its lease gone", 20*time.Second, func() bool { return !a.router.Owns(doc) })
+	testutil.EventuallyWithin(t, 20*time.Second, "a to see its lease gone", func() (bool, string) { return !a.router.Owns(doc), "" })
 	// The document a served has stopped (Options.Lost): the work below
 	// loads it afresh, at the new owner's head.
-	waitFor(t, "a to unload the document", 20*time.Second, func() bool { return a.srv.Stats().Documents == 0 })
+	testutil.EventuallyWithin(t, 20*time.Second, "a to unload the document", func() (bool, string) { return a.srv.Stats().Documents == 0, "" })
 
 	late := card("late")
 	err = a.srv.Do(ctx, doc, func(auth *question.Authority) error {
@@ -783,7 +757,7 @@ func TestRefusedOwnerLosesItsLeaseAtOnce(t *testing.T) {
 	}
 	t.Logf("ben was served %v after the owner's listener closed (lease TTL %v)", took, leaseTTL)
 	// At its next renewal (every TTL/3, later on a busy machine).
-	waitFor(t, "a to see its lease gone", 20*time.Second, func() bool { return !a.router.Owns(doc) })
+	testutil.EventuallyWithin(t, 20*time.Second, "a to see its lease gone", func() (bool, string) { return !a.router.Owns(doc), "" })
 	if _, err := createRetrying(ctx, ben, card("second")); err != nil {
 		t.Fatalf("the new owner's commit: %v", err)
 	}

@@ -23,6 +23,8 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/porcupinetest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/jetstream"
 	"github.com/accord-crdt/accord/question"
@@ -396,6 +398,54 @@ type historyCounts struct {
 	took                      time.Duration
 }
 
+// checkBudget bounds each porcupine check of the failover and fault
+// tests' histories.
+const checkBudget = 60 * time.Second
+
+// settle ends a test's load: it waits until everyone's edits are accepted
+// and all hold the same answer (textID's) and the same records (saveID's),
+// fails t unless every acknowledged edit of h is in the shared answer and
+// none is there twice, and checks h (see check).
+func (h *history) settle(ctx context.Context, t testing.TB, everyone []*replica.Client, probe *replica.Client, textID, saveID, what string) historyCounts {
+	t.Helper()
+	for _, cl := range everyone {
+		testutil.EventuallyWithin(t, 30*time.Second, "every client to flush", func() (bool, string) {
+			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer fcancel()
+			err := cl.Flush(fctx)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	testutil.EventuallyWithin(t, 30*time.Second, "the clients to converge", func() (bool, string) {
+		if !converged(everyone, textID) || !converged(everyone, saveID) {
+			return false, ""
+		}
+		r0, _ := everyone[0].Record(saveID)
+		for _, cl := range everyone {
+			r, ok := cl.Record(saveID)
+			if !ok || r.Status != r0.Status || r.Generation != r0.Generation {
+				return false, ""
+			}
+		}
+		return true, ""
+	})
+	d, _, _ := probe.Draft(textID)
+	text := d.Questions["q1"].Text
+	lost, twice := 0, 0
+	for tok := range h.sent {
+		switch n := strings.Count(text, tok); {
+		case n == 0 && h.acked[tok]:
+			lost++
+		case n > 1:
+			twice++
+		}
+	}
+	if lost > 0 || twice > 0 {
+		t.Fatalf("shared answer %s: %d acknowledged edits lost, %d edits applied twice (of %d, %d acknowledged)", what, lost, twice, len(h.sent), len(h.acked))
+	}
+	return h.check(t, probe, saveID, what)
+}
+
 // check closes the history with reads of the final state, as probe holds
 // it once every client converged (the shared decision saveID, and the
 // options of every key appended), and checks the saves and reopens, and
@@ -444,8 +494,8 @@ func (h *history) check(t testing.TB, probe *replica.Client, saveID, what string
 			n.appended++
 		}
 	}
-	n.took = checkLinearizable(t, fmt.Sprintf("saves and reopens %s (%d of unknown outcome)", what, n.unknown), saveModel.ToModel(), h.saves, checkBudget)
-	n.took += checkLinearizable(t, fmt.Sprintf("appends %s (%d of unknown outcome)", what, n.appUnknown), appendModel.ToModel(), h.apps, checkBudget)
+	n.took = porcupinetest.Check(t, fmt.Sprintf("saves and reopens %s (%d of unknown outcome)", what, n.unknown), saveModel.ToModel(), h.saves, checkBudget)
+	n.took += porcupinetest.Check(t, fmt.Sprintf("appends %s (%d of unknown outcome)", what, n.appUnknown), appendModel.ToModel(), h.apps, checkBudget)
 	return n
 }
 
@@ -636,7 +686,7 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 	everyone := append([]*replica.Client{probe}, clients...)
 	holdAll := func(id string) {
 		for _, cl := range everyone {
-			waitFor(t, "every client to hold "+id, 20*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+			testutil.EventuallyWithin(t, 20*time.Second, "every client to hold "+id, func() (bool, string) { _, _, err := cl.Draft(id); return err == nil, fmt.Sprint(err) })
 		}
 	}
 	for _, r := range recs {
@@ -736,45 +786,8 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	// Everyone catches up: every client's edits accepted, all hold the
-	// same answer and the same records.
-	for _, cl := range everyone {
-		waitFor(t, "every client to flush", 30*time.Second, func() bool {
-			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
-			defer fcancel()
-			return cl.Flush(fctx) == nil
-		})
-	}
-	waitFor(t, "the clients to converge", 30*time.Second, func() bool {
-		if !converged(everyone, textID) || !converged(everyone, saveID) {
-			return false
-		}
-		r0, _ := everyone[0].Record(saveID)
-		for _, cl := range everyone {
-			r, ok := cl.Record(saveID)
-			if !ok || r.Status != r0.Status || r.Generation != r0.Generation {
-				return false
-			}
-		}
-		return true
-	})
-	// Every acknowledged edit is there, once; nothing is there twice.
-	d, _, _ := probe.Draft(textID)
-	text := d.Questions["q1"].Text
-	lost, twice := 0, 0
-	for tok := range h.sent {
-		switch n := strings.Count(text, tok); {
-		case n == 0 && h.acked[tok]:
-			lost++
-		case n > 1:
-			twice++
-		}
-	}
-	if lost > 0 || twice > 0 {
-		t.Fatalf("shared answer: %d acknowledged edits lost, %d edits applied twice (of %d, %d acknowledged)", lost, twice, len(h.sent), len(h.acked))
-	}
-
-	n := h.check(t, probe, saveID, "through the nodes and the kills")
+	// Everyone catches up, and the history is checked.
+	n := h.settle(ctx, t, everyone, probe, textID, saveID, "through the nodes and the kills")
 	if n.settles == 0 || n.reopens == 0 || n.appended == 0 || len(h.acked) == 0 {
 		t.Fatalf("a history without load: %d settles, %d reopens, %d appends, %d edits", n.settles, n.reopens, n.appended, len(h.acked))
 	}
@@ -793,14 +806,14 @@ func TestSIGKILLFailoverCycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every settled Planner answer to be handed to a turn", 30*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, "every settled Planner answer to be handed to a turn", func() (bool, string) {
 		delivered = chatTurns(t, ctx, chatJS)
 		for _, p := range plannerSaves {
 			if len(delivered[answer{p.id, p.gen}]) == 0 {
-				return false
+				return false, ""
 			}
 		}
-		return final.Status != question.Settled || len(delivered[answer{saveID, final.Answer.Generation}]) > 0
+		return final.Status != question.Settled || len(delivered[answer{saveID, final.Answer.Generation}]) > 0, ""
 	})
 	for a, turns := range delivered {
 		if len(turns) != 1 {
@@ -996,12 +1009,12 @@ func TestAnswerDeliveredOnceAcrossOwnerKill(t *testing.T) {
 			f.mu.Unlock()
 			killed := time.Now()
 			if gen == 0 {
-				waitFor(t, "ana to hear the save from the next owner", 30*time.Second, func() bool {
+				testutil.EventuallyWithin(t, 30*time.Second, "ana to hear the save from the next owner", func() (bool, string) {
 					rec, ok := ana.Record(id)
 					if ok && rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == "ana" {
 						gen = rec.Answer.Generation
 					}
-					return gen != 0
+					return gen != 0, ""
 				})
 			}
 
@@ -1018,13 +1031,13 @@ func TestAnswerDeliveredOnceAcrossOwnerKill(t *testing.T) {
 			}
 			defer store.Close()
 			var rows []question.AnswerRow
-			waitFor(t, "the next owner to finish the turn", 30*time.Second, func() bool {
+			testutil.EventuallyWithin(t, 30*time.Second, "the next owner to finish the turn", func() (bool, string) {
 				a, err := question.NewAuthority(ctx, question.Options{Store: readOnly{store}, Doc: doc})
 				if err != nil {
-					return false
+					return false, ""
 				}
 				rows = a.AnswerRows()
-				return len(rows) == 0
+				return len(rows) == 0, ""
 			})
 			took := time.Since(killed)
 			turns := chatTurns(t, ctx, js)[answer{id, gen}]

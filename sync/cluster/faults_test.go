@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/sync/replica"
 )
 
@@ -108,7 +109,7 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 	everyone := append([]*replica.Client{probe}, clients...)
 	holdAll := func(id string) {
 		for _, cl := range everyone {
-			waitFor(t, "every client to hold "+id, 20*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+			testutil.EventuallyWithin(t, 20*time.Second, "every client to hold "+id, func() (bool, string) { _, _, err := cl.Draft(id); return err == nil, fmt.Sprint(err) })
 		}
 	}
 	for _, r := range recs {
@@ -184,9 +185,9 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 		h.acked[tok] = true
 		h.mu.Unlock()
 		for _, cl := range clients {
-			waitFor(t, fmt.Sprintf("cycle %d (%s): every client to hold %s", cycle, kind, tok), 30*time.Second, func() bool {
+			testutil.EventuallyWithin(t, 30*time.Second, fmt.Sprintf("cycle %d (%s): every client to hold %s", cycle, kind, tok), func() (bool, string) {
 				d, _, err := cl.Draft(textID)
-				return err == nil && strings.Contains(d.Questions["q1"].Text, tok)
+				return err == nil && strings.Contains(d.Questions["q1"].Text, tok), ""
 			})
 		}
 		recovered[kind] = append(recovered[kind], time.Since(start))
@@ -194,35 +195,7 @@ func TestFaultsBetweenNodesAndNATS(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	for _, cl := range everyone {
-		waitFor(t, "every client to flush", 30*time.Second, func() bool {
-			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
-			defer fcancel()
-			return cl.Flush(fctx) == nil
-		})
-	}
-	waitFor(t, "the clients to converge", 30*time.Second, func() bool {
-		if !converged(everyone, textID) || !converged(everyone, saveID) {
-			return false
-		}
-		r0, _ := everyone[0].Record(saveID)
-		for _, cl := range everyone {
-			r, ok := cl.Record(saveID)
-			if !ok || r.Status != r0.Status || r.Generation != r0.Generation {
-				return false
-			}
-		}
-		return true
-	})
-	d, _, _ := probe.Draft(textID)
-	text := d.Questions["q1"].Text
-	for tok := range h.sent {
-		if n := strings.Count(text, tok); n > 1 || (n == 0 && h.acked[tok]) {
-			t.Fatalf("edit %s is in the shared answer %d times (acknowledged: %v)", tok, n, h.acked[tok])
-		}
-	}
-
-	n := h.check(t, probe, saveID, "through the faults")
+	n := h.settle(ctx, t, everyone, probe, textID, saveID, "through the faults")
 	if n.settles == 0 || n.reopens == 0 || len(h.apps) == 0 || len(h.acked) == 0 {
 		t.Fatalf("a history without load: %d settles, %d reopens, %d appends, %d edits", n.settles, n.reopens, len(h.apps), len(h.acked))
 	}

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/porcupinetest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/cluster"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -126,10 +129,10 @@ func TestRollingRestart(t *testing.T) {
 			if o.doc != c.doc {
 				continue
 			}
-			waitFor(t, "every client to hold its document's decisions", 20*time.Second, func() bool {
+			testutil.EventuallyWithin(t, 20*time.Second, "every client to hold its document's decisions", func() (bool, string) {
 				_, _, e1 := c.cl.Draft(o.save)
 				_, _, e2 := c.cl.Draft(o.text)
-				return e1 == nil && e2 == nil
+				return e1 == nil && e2 == nil, fmt.Sprint(errors.Join(e1, e2))
 			})
 		}
 	}
@@ -202,10 +205,11 @@ func TestRollingRestart(t *testing.T) {
 	wg.Wait()
 
 	for _, cl := range all {
-		waitFor(t, "every client to flush", 30*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, "every client to flush", func() (bool, string) {
 			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
 			defer fcancel()
-			return cl.Flush(fctx) == nil
+			err := cl.Flush(fctx)
+			return err == nil, fmt.Sprint(err)
 		})
 	}
 	byDoc := map[string][]*replica.Client{}
@@ -214,7 +218,7 @@ func TestRollingRestart(t *testing.T) {
 	}
 	texts := map[string]string{}
 	for _, c := range clients {
-		waitFor(t, "the clients of "+c.doc+" to converge", 30*time.Second, func() bool { return converged(byDoc[c.doc], c.text) })
+		testutil.EventuallyWithin(t, 30*time.Second, "the clients of "+c.doc+" to converge", func() (bool, string) { return converged(byDoc[c.doc], c.text), "" })
 		d, _, _ := c.cl.Draft(c.text)
 		texts[c.doc] = d.Questions["q1"].Text
 	}
@@ -241,7 +245,7 @@ func TestRollingRestart(t *testing.T) {
 		rec, _ := c.cl.Record(c.save)
 		ops := append(saves[ci], porcupine.Operation{ClientId: 100, Input: saveIn{Kind: "read"}, Call: end, Return: end + 1,
 			Output: saveOut{Known: true, Settled: rec.Status == question.Settled, Gen: rec.Generation}})
-		checkLinearizable(t, fmt.Sprintf("client %d's saves and reopens through the restarts", ci), saveModel.ToModel(), ops, checkBudget)
+		porcupinetest.Check(t, fmt.Sprintf("client %d's saves and reopens through the restarts", ci), saveModel.ToModel(), ops, checkBudget)
 		for _, op := range saves[ci] {
 			if o := op.Output.(saveOut); o.OK {
 				settles++

@@ -11,6 +11,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/porcupinetest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
 )
@@ -84,7 +86,7 @@ func TestSavesLinearizableAcrossNodes(t *testing.T) {
 	}
 	id := recs[0].ID
 	for _, cl := range clients {
-		waitFor(t, "every member to hold the decision", 10*time.Second, func() bool { _, _, err := cl.Draft(id); return err == nil })
+		testutil.Eventually(t, "every member to hold the decision", func() bool { _, _, err := cl.Draft(id); return err == nil })
 	}
 	if err := clients[0].Choose(id, "q1", "o1", true); err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestSavesLinearizableAcrossNodes(t *testing.T) {
 				mu.Unlock()
 				if in.Kind == "reopen" && out.OK {
 					// The new generation's draft starts without a choice.
-					waitFor(t, "the reopened draft", 10*time.Second, func() bool {
+					testutil.Eventually(t, "the reopened draft", func() bool {
 						d, _, err := cl.Draft(id)
 						return err == nil && d.Generation == out.Gen
 					})
@@ -162,7 +164,7 @@ func TestSavesLinearizableAcrossNodes(t *testing.T) {
 			}
 		}
 	}
-	checkLinearizable(t, "saves and reopens through three nodes", linModel, ops, checkBudget)
+	porcupinetest.Check(t, "saves and reopens through three nodes", linModel, ops, checkBudget)
 	if settles == 0 || reopens == 0 {
 		t.Fatalf("a history without contention: %d settles, %d reopens", settles, reopens)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
@@ -72,7 +73,7 @@ func TestTypedOnceAfterAFailedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := recs[0].ID
-	waitFor(t, "the other member to hold the decision", 10*time.Second, func() bool { _, _, err := other.Draft(id); return err == nil })
+	testutil.Eventually(t, "the other member to hold the decision", func() bool { _, _, err := other.Draft(id); return err == nil })
 
 	store.fail.Store(1)
 	var mu sync.Mutex
@@ -89,7 +90,7 @@ func TestTypedOnceAfterAFailedCommit(t *testing.T) {
 		t.Fatal("no commit failed: the test did not exercise a reset")
 	}
 	everyone := []*replica.Client{author, other}
-	waitFor(t, "both members to flush and converge", 10*time.Second, func() bool {
+	testutil.Eventually(t, "both members to flush and converge", func() bool {
 		for _, cl := range everyone {
 			fctx, fcancel := context.WithTimeout(ctx, time.Second)
 			err := cl.Flush(fctx)
@@ -164,7 +165,7 @@ func TestUnknownCommitOutcomeIsNotARefusal(t *testing.T) {
 		t.Fatal("an append whose commit's outcome is unknown was acknowledged as applied")
 	}
 	if err != nil {
-		waitFor(t, "the retried append", 10*time.Second, func() bool {
+		testutil.Eventually(t, "the retried append", func() bool {
 			opt, _, repeated, err = cl.AppendOption(ctx, id, "q1", "k1", "Sharded")
 			return err == nil
 		})
