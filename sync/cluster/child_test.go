@@ -61,6 +61,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// commitPoker is a node's Host: each commit wakes answer delivery.
+type commitPoker struct {
+	server.NopHost
+	poke func(doc string)
+}
+
+func (h commitPoker) Committed(doc string, _ []string) { h.poke(doc) }
+
 // runChild is one Accord node in its own process, as a host would run it:
 // a sync server on a FencedStore over the shared R3 stream, behind a
 // Router, and the Planner's answer Driver on an OwnerOnly, started for
@@ -122,7 +130,7 @@ func runChild(name string) error {
 			}
 			return m, err
 		},
-		Committed: func(doc string, _ []string) { poke(doc) },
+		Host: commitPoker{poke: poke},
 	})
 	if err != nil {
 		return err
