@@ -53,6 +53,16 @@
 // docs/PROTOCOL.md, "Rate and connection limits", tells clients what to
 // expect.
 //
+// # The host
+//
+// Options.Host is the application around the engine, one interface whose
+// methods the document goroutines call: whether a decision's
+// implementation runs, creating a page's channel (question:expand), the
+// state of research and investigations a finding follows, who can be
+// asked, and the notices of a member's join, a changed finding and each
+// durable commit. NopHost is every method's default; a host embeds it and
+// defines only the methods it needs (see Host).
+//
 // # Operating it
 //
 // Stats reports connections, open documents, commits, frames, refusals,
@@ -61,6 +71,6 @@
 // refusals by reason, commit group sizes and latency, outbox depth,
 // catch-up bytes, rate closes and refused upgrades by limit) are
 // Prometheus collectors named accord_sync_*. Reauthorize and Revoke apply a member's changed rights to
-// their live connections; Committed names the decisions each commit
+// their live connections; Host.Committed names the decisions each commit
 // group wrote.
 package server
