@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -168,7 +169,7 @@ func TestBatchedFramesProperty(t *testing.T) {
 		defer held.Close()
 		hc := <-conns
 		hc.release(-1) // the hello's answers pass; then frames are held
-		eventually(t, "cleo to hold the decision", func() bool { _, _, err := held.Draft(id); return err == nil })
+		testutil.Eventually(t, "cleo to hold the decision", func() bool { _, _, err := held.Draft(id); return err == nil })
 		hc.mu.Lock()
 		hc.open = false
 		hc.mu.Unlock()
@@ -226,7 +227,7 @@ func TestBatchedFramesProperty(t *testing.T) {
 		}
 		late := dial("dan", replica.Options{})
 		defer late.Close()
-		eventually(t, "the late member to load the decision", func() bool { _, _, err := late.Draft(id); return err == nil })
+		testutil.Eventually(t, "the late member to load the decision", func() bool { _, _, err := late.Draft(id); return err == nil })
 		want, _, _ := late.Draft(id)
 		for time.Sleep(0); ; time.Sleep(2 * time.Millisecond) {
 			same := true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -72,7 +73,7 @@ func TestChangesFrameWithSeveralChanges(t *testing.T) {
 	}
 	batch := append(append([]byte{}, benCh...), catCh...)
 	s.inject(&wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: batch, Heads: wireHeads(cat.Heads())})
-	eventually(t, "the batch to apply", func() bool {
+	testutil.Eventually(t, "the batch to apply", func() bool {
 		h, unsent, _ := ana.Accepted(id)
 		return h.Equal(cat.Heads()) && !unsent
 	})
@@ -142,12 +143,7 @@ func benchmarkReceiveAmong(b *testing.B, history int, dir bool, others int) {
 	ana := connect(b, s, "ana", opts)
 	events := ana.Events()
 	s.inject(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: w.Save(), Heads: wireHeads(w.Heads())})
-	for {
-		if h, _, _ := ana.Accepted(id); h.Equal(w.Heads()) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(b, "the document to be loaded", func() bool { h, _, _ := ana.Accepted(id); return h.Equal(w.Heads()) })
 	for len(events) > 0 {
 		<-events // the documents' events
 	}

@@ -2,8 +2,8 @@ package replica_test
 
 import (
 	"testing"
-	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
 )
@@ -30,20 +30,13 @@ func TestCompressedDocuments(t *testing.T) {
 	before, _, _ := ana.Accepted(id)
 	s.inject(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: []byte{0xff, 0xfe, 0x01}, Heads: wireHeads(w.Heads()), Deflated: true})
 	s.inject(&wire.Doc{Header: wire.Header{Kind: wire.KindDoc}, ID: id, Doc: z, Heads: wireHeads(w.Heads()), Deflated: true})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, "the compressed document to be loaded", func() bool {
 		h, _, _ := ana.Accepted(id)
-		if h.Equal(w.Heads()) {
-			break
-		}
-		if !h.Equal(before) {
+		if !h.Equal(w.Heads()) && !h.Equal(before) {
 			t.Fatalf("accepted %v, neither the old %v nor the document's %v", h, before, w.Heads())
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the compressed document was not loaded")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return h.Equal(w.Heads())
+	})
 	got, _, err := ana.Draft(id)
 	if err != nil {
 		t.Fatal(err)

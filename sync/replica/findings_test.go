@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -15,7 +16,10 @@ import (
 )
 
 // oneWork is a host with a single research request, running until told.
-type oneWork struct{ w question.Work }
+type oneWork struct {
+	server.NopHost
+	w question.Work
+}
 
 func (h *oneWork) Work(_ context.Context, _ string, _ question.FindingKind, ref string) (question.Work, error) {
 	if ref != "req-1" {
@@ -24,7 +28,7 @@ func (h *oneWork) Work(_ context.Context, _ string, _ question.FindingKind, ref 
 	return h.w, nil
 }
 
-func (h *oneWork) Cancel(ctx context.Context, doc string, k question.FindingKind, ref string) (question.Work, error) {
+func (h *oneWork) CancelWork(ctx context.Context, doc string, k question.FindingKind, ref string) (question.Work, error) {
 	h.w = question.Work{Status: question.WorkCancelled}
 	return h.Work(ctx, doc, k, ref)
 }
@@ -33,7 +37,7 @@ func (h *oneWork) Cancel(ctx context.Context, doc string, k question.FindingKind
 // page from Go clients against the real server.
 func TestFindingsFromTheReplica(t *testing.T) {
 	host := &oneWork{w: question.Work{Status: question.WorkRunning}}
-	srv, err := server.New(server.Options{Store: memstore.New(), Research: host,
+	srv, err := server.New(server.Options{Store: memstore.New(), Host: host,
 		Authorize: func(r *http.Request, doc string) (question.Member, error) {
 			return question.Member{Login: r.Header.Get("X-Login"), Write: true}, nil
 		}})
@@ -63,7 +67,7 @@ func TestFindingsFromTheReplica(t *testing.T) {
 	if err != nil || f.Status != question.FindingRunning || len(rec.Findings) != 1 {
 		t.Fatalf("research: %+v %+v %v", f, rec.Findings, err)
 	}
-	eventually(t, "ben holds the finding", func() bool {
+	testutil.Eventually(t, "ben holds the finding", func() bool {
 		r, ok := ben.Record(id)
 		return ok && len(r.Findings) == 1
 	})
@@ -81,7 +85,7 @@ func TestFindingsFromTheReplica(t *testing.T) {
 	if err != nil || took.Stance != question.Objects {
 		t.Fatalf("take: %+v %v", took, err)
 	}
-	eventually(t, "ana holds the take", func() bool {
+	testutil.Eventually(t, "ana holds the take", func() bool {
 		r, _ := ana.Record(id)
 		return len(r.Findings) == 2 && r.Findings[1].Summary == "Postgres is overkill."
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -38,13 +39,13 @@ func TestLostTailIsMergedNotRebased(t *testing.T) {
 	early, err := bens.ChangesSince(before)
 	must(t, err)
 	s.inject(&wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: early, Heads: wireHeads(bens.Heads()), By: "ben"})
-	eventually(t, "ana to hold ben's early edit", func() bool { return strings.Contains(draftOf(t, ana, id).Questions["note"].Text, "<ben>") })
+	testutil.Eventually(t, "ana to hold ben's early edit", func() bool { return strings.Contains(draftOf(t, ana, id).Questions["note"].Text, "<ben>") })
 
 	// ana goes offline, types, and comes back to a server without ben's
 	// edit.
 	s.setDown("ana", true)
 	s.drop("ana")
-	eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
 	must(t, ana.SpliceText(id, "note", len("stored."), 0, " <ana>")) // before ben's text
 	s.setDown("ana", false)
 	flush(t, ana, id)

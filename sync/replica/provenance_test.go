@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
@@ -64,7 +65,7 @@ func TestOverwriteEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, ana, id)
-	eventually(t, "ben to see Ana's mark", func() bool { return draftOf(t, ben, id).Questions["pick"].Marks["bolt/cost"] == marks.Yes })
+	testutil.Eventually(t, "ben to see Ana's mark", func() bool { return draftOf(t, ben, id).Questions["pick"].Marks["bolt/cost"] == marks.Yes })
 	if err := ben.SetMark(id, "pick", "bolt", "cost", marks.No); err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +74,14 @@ func TestOverwriteEvent(t *testing.T) {
 	if ev.By != "ben" || ev.ID != id || ev.Cell == nil || ev.Cell.Cell != "bolt/cost" || ev.Cell.Was != "yes" || ev.Cell.Value != "no" || ev.Cell.WasBy != "ana" {
 		t.Fatalf("overwrite event %+v cell %+v", ev, ev.Cell)
 	}
-	eventually(t, "cleo to see Ben's mark", func() bool { return draftOf(t, cleo, id).Questions["pick"].Marks["bolt/cost"] == marks.No })
+	testutil.Eventually(t, "cleo to see Ben's mark", func() bool { return draftOf(t, cleo, id).Questions["pick"].Marks["bolt/cost"] == marks.No })
 	// Ana replaces Ben's No in turn: now Ben hears, once.
 	if err := ana.SetMark(id, "pick", "bolt", "cost", marks.Partly); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, ana, id)
 	benEvents.wait(t, "Ben's overwrite notice", kind(replica.KindOverwritten))
-	eventually(t, "cleo to see Ana's mark", func() bool { return draftOf(t, cleo, id).Questions["pick"].Marks["bolt/cost"] == marks.Partly })
+	testutil.Eventually(t, "cleo to see Ana's mark", func() bool { return draftOf(t, cleo, id).Questions["pick"].Marks["bolt/cost"] == marks.Partly })
 	count := func(e *events) int {
 		n := 0
 		for _, k := range e.kinds() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -55,7 +56,7 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	}
 	// Ben adds to the text he sees: the last replacement, once it is here
 	// (a splice made on an older text would add his text beside Ana's).
-	eventually(t, "ben holds the last replacement", func() bool {
+	testutil.Eventually(t, "ben holds the last replacement", func() bool {
 		d, _, err := ben.Draft(id)
 		return err == nil && d.Questions["note"].Text == last
 	})
@@ -67,7 +68,7 @@ func TestRebaseThroughTheServer(t *testing.T) {
 	}
 	want := last + " Ben was here."
 	for _, c := range []*replica.Client{ana, ben} {
-		eventually(t, "both hold the last text", func() bool {
+		testutil.Eventually(t, "both hold the last text", func() bool {
 			d, _, err := c.Draft(id)
 			return err == nil && d.Questions["note"].Text == want
 		})
@@ -136,13 +137,13 @@ func TestQuietRebaseThroughTheServer(t *testing.T) {
 		count(n)
 	}
 	stopped := time.Now()
-	eventually(t, "the server rebases the decision once the edits stop", func() bool { return rebases.count() == 1 })
+	testutil.Eventually(t, "the server rebases the decision once the edits stop", func() bool { return rebases.count() == 1 })
 	if at := rebases.first(); at.Before(stopped) {
 		t.Fatalf("the server rebased the decision while it was being edited (%v before the last edit returned)", stopped.Sub(at))
 	}
 	count(edits + 1)
 	for _, c := range []*replica.Client{ana, ben} {
-		eventually(t, "both hold the edit made after the rebase", func() bool {
+		testutil.Eventually(t, "both hold the edit made after the rebase", func() bool {
 			d, _, err := c.Draft(id)
 			return err == nil && d.Questions["count"].Text == fmt.Sprint(edits+1)
 		})

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -44,18 +45,18 @@ func TestRebasedDocCarriesLocalEdits(t *testing.T) {
 	must(t, ana.SetText(id, "note", "hello world"))
 	flush(t, ana, id)
 	old := s.heads(id)
-	eventually(t, "ben to hold the accepted draft", func() bool { return draftOf(t, ben, id).Equal(s.draft(id)) })
+	testutil.Eventually(t, "ben to hold the accepted draft", func() bool { return draftOf(t, ben, id).Equal(s.draft(id)) })
 
 	s.setDown("ana", true)
 	s.drop("ana")
-	eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
 	must(t, ana.SetMark(id, "pick", "bolt", "cost", marks.Partly))
 	must(t, ana.SetMark(id, "pick", "bolt", "ops", marks.Yes))
 	must(t, ana.Choose(id, "pick", "pg", true))
 	must(t, ana.SetText(id, "note", "hello brave world"))
 
 	doc := s.rebase(id, true)
-	eventually(t, "ben to take the rebased document", func() bool {
+	testutil.Eventually(t, "ben to take the rebased document", func() bool {
 		h, _, _ := ben.Accepted(id)
 		return h.Equal(doc.Heads())
 	})
@@ -79,7 +80,7 @@ func TestRebasedDocCarriesLocalEdits(t *testing.T) {
 		t.Fatal("the server's rebased document received the old history")
 	}
 	converged(t, s, ana, id)
-	eventually(t, "ben to converge", func() bool { return draftOf(t, ben, id).Equal(s.draft(id)) })
+	testutil.Eventually(t, "ben to converge", func() bool { return draftOf(t, ben, id).Equal(s.draft(id)) })
 }
 
 func mapsEqual(a, b map[string]marks.Mark) bool {
@@ -118,12 +119,12 @@ func TestStaleEditAfterRebase(t *testing.T) {
 			s.mu.Unlock()
 			edits := s.countFrames(wire.KindEdit)
 			must(t, ana.SetMark(id, "pick", "bolt", "cost", marks.Yes))
-			eventually(t, "the edit to reach the server", func() bool { return s.countFrames(wire.KindEdit) > edits })
+			testutil.Eventually(t, "the edit to reach the server", func() bool { return s.countFrames(wire.KindEdit) > edits })
 			must(t, ana.SetText(id, "note", "draft two")) // waits behind the edit in flight
 
 			doc := s.rebase(id, tc.announce)
 			if tc.announce {
-				eventually(t, "ana to take the rebased document", func() bool {
+				testutil.Eventually(t, "ana to take the rebased document", func() bool {
 					h, _, _ := ana.Accepted(id)
 					return h.Equal(doc.Heads())
 				})
@@ -165,7 +166,7 @@ func TestRebaseKeepsAcceptedState(t *testing.T) {
 	flush(t, ana, id)
 	want := s.draft(id)
 	doc := s.rebase(id, true)
-	eventually(t, "the rebased document", func() bool {
+	testutil.Eventually(t, "the rebased document", func() bool {
 		h, _, _ := ana.Accepted(id)
 		return h.Equal(doc.Heads())
 	})

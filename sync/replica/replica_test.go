@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/replica"
@@ -25,18 +26,6 @@ const (
 	minBackoff = 4 * time.Millisecond
 	maxBackoff = 40 * time.Millisecond
 )
-
-// eventually polls cond until it holds, failing the test after a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -66,7 +55,7 @@ func connect(t testing.TB, s *fakeServer, login string, opts replica.Options) *r
 // ready waits until the client holds the decision's document.
 func ready(t *testing.T, c *replica.Client, id string) {
 	t.Helper()
-	eventually(t, "the decision's document", func() bool {
+	testutil.Eventually(t, "the decision's document", func() bool {
 		_, _, err := c.Draft(id)
 		return err == nil
 	})
@@ -136,7 +125,7 @@ func (e *events) kinds() []wire.Kind {
 func (e *events) wait(t *testing.T, what string, match func(replica.Event) bool) replica.Event {
 	t.Helper()
 	var ev replica.Event
-	eventually(t, what, func() bool {
+	testutil.Eventually(t, what, func() bool {
 		var ok bool
 		ev, ok = e.find(match)
 		return ok
@@ -175,7 +164,7 @@ func TestEditReachesServerAndPeers(t *testing.T) {
 	if err != nil || unsent || !heads.Equal(s.heads(id)) {
 		t.Fatalf("accepted %v unsent %v err %v; server at %v", heads, unsent, err, s.heads(id))
 	}
-	eventually(t, "ben to see ana's mark", func() bool {
+	testutil.Eventually(t, "ben to see ana's mark", func() bool {
 		return draftOf(t, ben, id).Questions["pick"].Marks["bolt/cost"] == marks.Yes
 	})
 	ev := benEvents.wait(t, "ben's changes event", kind(wire.KindChanges))
@@ -202,7 +191,7 @@ func TestEditCoalescing(t *testing.T) {
 	if err := ana.SetText(id, "note", "a"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first edit", func() bool { return s.countFrames(wire.KindEdit) == 1 })
+	testutil.Eventually(t, "the first edit", func() bool { return s.countFrames(wire.KindEdit) == 1 })
 	for _, txt := range []string{"ab", "abc", "abcd"} {
 		if err := ana.SetText(id, "note", txt); err != nil {
 			t.Fatal(err)
@@ -215,7 +204,7 @@ func TestEditCoalescing(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate <- struct{}{} // the first edit's reply
-	eventually(t, "the second edit", func() bool { return s.countFrames(wire.KindEdit) == 2 })
+	testutil.Eventually(t, "the second edit", func() bool { return s.countFrames(wire.KindEdit) == 2 })
 	gate <- struct{}{}
 	flush(t, ana, id)
 	if n := s.countFrames(wire.KindEdit); n != 2 {
@@ -308,7 +297,7 @@ func TestAuthorityRefusalResets(t *testing.T) {
 	if err := ana.SetText(id, "note", "too late"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the late edit", func() bool { return s.countFrames(wire.KindEdit) == edits+1 })
+	testutil.Eventually(t, "the late edit", func() bool { return s.countFrames(wire.KindEdit) == edits+1 })
 	gate <- struct{}{}
 	err := ana.Flush(ctxT(t), id)
 	if !errors.Is(err, question.ErrResolved) {
@@ -350,7 +339,7 @@ func TestReconnect(t *testing.T) {
 
 	s.setDown("ana", true)
 	s.drop("ana")
-	eventually(t, "ana to notice", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "ana to notice", func() bool { return !ana.Connected() })
 	anaEvents.wait(t, "the reconnecting event", kind(replica.KindReconnecting))
 
 	// Offline: ana edits locally, ben edits through the server.
@@ -371,9 +360,9 @@ func TestReconnect(t *testing.T) {
 	_, displayed, _ := ana.Draft(id)
 
 	before := len(s.dialTimes("ana"))
-	eventually(t, "several redials", func() bool { return len(s.dialTimes("ana")) >= before+5 })
+	testutil.Eventually(t, "several redials", func() bool { return len(s.dialTimes("ana")) >= before+5 })
 	s.setDown("ana", false)
-	eventually(t, "ana to reconnect", ana.Connected)
+	testutil.Eventually(t, "ana to reconnect", ana.Connected)
 	flush(t, ana, id)
 
 	hellos := s.hellosOf("ana")
@@ -392,8 +381,8 @@ func TestReconnect(t *testing.T) {
 	if d := draftOf(t, ana, id); !want(d) {
 		t.Fatalf("ana's draft %+v lacks an edit", d.Questions)
 	}
-	eventually(t, "ben to get ana's offline edits", func() bool { return want(draftOf(t, ben, id)) })
-	eventually(t, "the connected event after the reconnect", func() bool {
+	testutil.Eventually(t, "ben to get ana's offline edits", func() bool { return want(draftOf(t, ben, id)) })
+	testutil.Eventually(t, "the connected event after the reconnect", func() bool {
 		ks := anaEvents.kinds()
 		i := slices.Index(ks, replica.KindReconnecting)
 		return i >= 0 && slices.Contains(ks[i:], replica.KindConnected)
@@ -435,7 +424,7 @@ func TestForwardOnlyDefinition(t *testing.T) {
 	if err != nil || crit.Label != "Speed" {
 		t.Fatalf("append criterion: %+v %v", crit, err)
 	}
-	eventually(t, "the appended option in the replica's draft", func() bool {
+	testutil.Eventually(t, "the appended option in the replica's draft", func() bool {
 		return ana.SetMark(id, "pick", opt.ID, crit.ID, marks.Yes) == nil
 	})
 	optionsOf := func() (int, int) {
@@ -493,7 +482,7 @@ func TestDirPersistence(t *testing.T) {
 	flush(t, first, id)
 	s.setDown("ana", true)
 	s.drop("ana")
-	eventually(t, "the client to notice", func() bool { return !first.Connected() })
+	testutil.Eventually(t, "the client to notice", func() bool { return !first.Connected() })
 	if err := first.SetText(id, "note", "written offline"); err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +560,7 @@ func TestSubmitFlushesFirst(t *testing.T) {
 	if err := ana.Choose(id, "pick", "bolt", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "an edit in flight", func() bool { return s.countFrames(wire.KindEdit) >= 1 })
+	testutil.Eventually(t, "an edit in flight", func() bool { return s.countFrames(wire.KindEdit) >= 1 })
 
 	type outcome struct {
 		res []wire.SubmitResult
@@ -617,7 +606,7 @@ func TestSubmitFlushesFirst(t *testing.T) {
 	if _, err := ben.Reopen(ctxT(t), id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
+	testutil.Eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
 	if _, err := ana.Reopen(ctxT(t), id); !errors.Is(err, question.ErrNotSettled) {
 		t.Fatalf("reopening an open decision: %v", err)
 	}
@@ -640,7 +629,7 @@ func TestCreateAndRequestsWaitForConnection(t *testing.T) {
 		recs, err := ana.Create(ctxT(t), wire.Card{Key: "card-1", Definition: definition()})
 		done <- outcome{recs, err}
 	}()
-	eventually(t, "a few failed dials", func() bool { return len(s.dialTimes("ana")) >= 2 })
+	testutil.Eventually(t, "a few failed dials", func() bool { return len(s.dialTimes("ana")) >= 2 })
 	s.setDown("*", false)
 	out := <-done
 	if out.err != nil || len(out.recs) != 1 {
@@ -662,7 +651,7 @@ func TestCreateAndRequestsWaitForConnection(t *testing.T) {
 	// A request whose context ends while disconnected returns its error.
 	s.setDown("*", true)
 	s.drop("*")
-	eventually(t, "the loss", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "the loss", func() bool { return !ana.Connected() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := ana.Discard(ctx, id); !errors.Is(err, context.DeadlineExceeded) {
@@ -707,7 +696,7 @@ func TestSlowEventReader(t *testing.T) {
 		}
 		flush(t, ben, id)
 	}
-	eventually(t, "ana to apply every change", func() bool { return draftOf(t, ana, id).Questions["note"].Text == text })
+	testutil.Eventually(t, "ana to apply every change", func() bool { return draftOf(t, ana, id).Questions["note"].Text == text })
 	if ana.Dropped() == 0 {
 		t.Fatal("no event was dropped with a full buffer")
 	}
@@ -744,12 +733,12 @@ func TestWebSocket(t *testing.T) {
 	}
 	// The server drops the socket; the client redials and resyncs.
 	s.drop("*")
-	eventually(t, "the reconnect", func() bool { return len(s.hellosOf("ana")) == 2 && ana.Connected() })
+	testutil.Eventually(t, "the reconnect", func() bool { return len(s.hellosOf("ana")) == 2 && ana.Connected() })
 	rec, err := ana.Reopen(ctx, id)
 	if err != nil || rec.Status != question.Open || rec.Generation != 2 {
 		t.Fatalf("reopen: %+v %v", rec, err)
 	}
-	eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
+	testutil.Eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
 
 	if _, err := replica.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/?doc=other", replica.Options{}); err == nil {
 		t.Fatal("dial of an unknown document succeeded")
@@ -772,7 +761,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		flush(t, ana, id)
 		s.setDown("ben", true)
 		s.drop("ben")
-		eventually(t, "ben backing off", func() bool { return !ben.Connected() })
+		testutil.Eventually(t, "ben backing off", func() bool { return !ben.Connected() })
 		// A request waiting for the connection ends with Close.
 		errc := make(chan error, 1)
 		go func() {
@@ -798,7 +787,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		}
 		s.close()
 	}()
-	eventually(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	testutil.Eventually(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // TestDirSkipsUnreadableFiles: a damaged file costs only its decision; the
@@ -916,7 +905,7 @@ func TestFlushWaitsForTheStore(t *testing.T) {
 	if err := ana.SetText(id, "note", "cheaper"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the change to come back as accepted", func() bool {
+	testutil.Eventually(t, "the change to come back as accepted", func() bool {
 		_, unsent, err := ana.Accepted(id)
 		return err == nil && !unsent
 	})
@@ -927,7 +916,7 @@ func TestFlushWaitsForTheStore(t *testing.T) {
 	s.gate = gate
 	s.mu.Unlock()
 	s.drop("ana")
-	eventually(t, "a second connection", func() bool { return len(s.hellosOf("ana")) == 2 && ana.Connected() })
+	testutil.Eventually(t, "a second connection", func() bool { return len(s.hellosOf("ana")) == 2 && ana.Connected() })
 	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if err := ana.Flush(short, id); !errors.Is(err, context.DeadlineExceeded) {

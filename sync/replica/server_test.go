@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
@@ -83,7 +84,7 @@ func TestWithServer(t *testing.T) {
 	}
 	flush(t, ana, id)
 	flush(t, ben, id)
-	eventually(t, "the replicas to converge", func() bool {
+	testutil.Eventually(t, "the replicas to converge", func() bool {
 		a, b := draftOf(t, ana, id), draftOf(t, ben, id)
 		return a.Equal(b) && a.Questions["note"].Text == "ben" && a.Questions["pick"].Marks["bolt/cost"] == marks.Yes
 	})
@@ -92,7 +93,7 @@ func TestWithServer(t *testing.T) {
 	if err != nil || len(def.Questions[0].Options) != 3 {
 		t.Fatalf("append: %+v %v", opt, err)
 	}
-	eventually(t, "ana to hold the new option", func() bool { return ana.Choose(id, "pick", opt.ID, true) == nil })
+	testutil.Eventually(t, "ana to hold the new option", func() bool { return ana.Choose(id, "pick", opt.ID, true) == nil })
 	res, err := ana.Submit(ctx, id)
 	if err != nil || len(res) != 1 || !res[0].OK {
 		t.Fatalf("submit: %+v %v", res, err)
@@ -103,7 +104,7 @@ func TestWithServer(t *testing.T) {
 	if _, err := ben.Reopen(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
+	testutil.Eventually(t, "the fresh draft", func() bool { return draftOf(t, ana, id).Generation == 2 })
 	if _, err := ana.SetWhy(ctx, id, "Because."); !errors.Is(err, question.ErrNotSettled) {
 		t.Fatalf("why on an open decision: %v", err)
 	}
@@ -111,7 +112,7 @@ func TestWithServer(t *testing.T) {
 	// Restart the server; ana edits while it is down (L11).
 	current.Store(nil)
 	shutdown(srv)
-	eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
 	if err := ana.SetText(id, "note", "written offline"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestWithServer(t *testing.T) {
 	current.Store(srv)
 	defer shutdown(srv)
 	flush(t, ana, id)
-	eventually(t, "ben to get ana's offline edit", func() bool {
+	testutil.Eventually(t, "ben to get ana's offline edit", func() bool {
 		return draftOf(t, ben, id).Questions["note"].Text == "written offline"
 	})
 }

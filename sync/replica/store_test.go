@@ -15,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/sync/replica"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -102,7 +103,7 @@ func TestDirLogRestoresEveryState(t *testing.T) {
 	check("after the first document")
 	s.setDown("ana", true) // so that nothing moves while the files are compared
 	s.drop("ana")
-	eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
+	testutil.Eventually(t, "ana to go offline", func() bool { return !ana.Connected() })
 	must(t, ana.SetMark(id, "pick", "bolt", "cost", marks.Yes))
 	check("after a local edit")
 	s.setDown("ana", false)
@@ -115,7 +116,7 @@ func TestDirLogRestoresEveryState(t *testing.T) {
 		markN(t, w, i+1)
 		ch, _ := w.ChangesSince(before)
 		s.inject(&wire.Changes{Header: wire.Header{Kind: wire.KindChanges}, ID: id, Changes: ch, Heads: wireHeads(w.Heads())})
-		eventually(t, "the forwarded change", func() bool { h, _, _ := ana.Accepted(id); return h.Equal(w.Heads()) })
+		testutil.Eventually(t, "the forwarded change", func() bool { h, _, _ := ana.Accepted(id); return h.Equal(w.Heads()) })
 	}
 	check("after forwarded changes")
 	if _, _, _, err := ana.AppendOption(ctxT(t), id, "pick", "add-lite", "SQLite"); err != nil {
@@ -123,7 +124,7 @@ func TestDirLogRestoresEveryState(t *testing.T) {
 	}
 	// The option's change comes after the reply; then ana's edit carries
 	// the forwarded changes the server lacks, and both hold the same.
-	eventually(t, "the appended option's change", func() bool {
+	testutil.Eventually(t, "the appended option's change", func() bool {
 		_, h, _ := ana.Draft(id)
 		_, unsent, _ := ana.Accepted(id)
 		return h.Equal(s.heads(id)) && !unsent
@@ -291,7 +292,7 @@ func TestDirLogProperty(t *testing.T) {
 		offline := func() {
 			s.setDown("ana", true)
 			s.drop("ana")
-			eventually(t, "ana offline", func() bool { return !ana.Connected() })
+			testutil.Eventually(t, "ana offline", func() bool { return !ana.Connected() })
 		}
 		online := func() {
 			s.setDown("ana", false)
@@ -326,7 +327,7 @@ func TestDirLogProperty(t *testing.T) {
 				n++
 				ch, _ := w.ChangesSince(before)
 				s.forward(id, "ben", ch)
-				eventually(t, "the forwarded change", func() bool { _, h, _ := ana.Draft(id); return h.Equal(s.heads(id)) })
+				testutil.Eventually(t, "the forwarded change", func() bool { _, h, _ := ana.Draft(id); return h.Equal(s.heads(id)) })
 				offline()
 			}
 			back := restored(t, s, copyDir(t, dir))
