@@ -985,7 +985,7 @@ func TestAnswerDeliveredOnceAcrossOwnerKill(t *testing.T) {
 			// The node may die before the save's reply leaves it: the
 			// reply is queued once the save is committed, and the Planner
 			// delivery that kills the node starts from that commit too
-			// (Options.Committed), so on a busy machine it can claim and
+			// (Host.Committed), so on a busy machine it can claim and
 			// accept the turn before the reply is written. The save landed
 			// then (only a committed answer is delivered), and ana learns
 			// its generation from the next owner.
