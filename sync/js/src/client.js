@@ -45,6 +45,8 @@ import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import * as Drafts from "./storage.js";
 import { Peers, PresenceOut, now, presenceState } from "./presence.js";
+import * as Apply from "./apply.js";
+import { knows, noteHeads, same, settle, union } from "./apply.js";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
 import * as Records from "./records.js";
@@ -158,18 +160,6 @@ const A = R.A;
  * @property {string} by who replaced it
  * @property {CellProvenance} cell the value now, and what it replaced
  */
-
-/** Request kinds; their replies carry the same kind. */
-const REQUESTS = new Set([
-  "question:create", "question:edit", "question:submit", "question:reopen", "question:discard",
-  "question:option", "question:criterion", "question:why", "question:expand",
-  "question:explore", "question:explore-stop", "question:take", "question:page", "question:provenance",
-]);
-
-const EVENTS = new Set([
-  "question:created", "question:meta", "question:resolved", "question:reopened", "question:discarded",
-  "question:option-added", "question:criterion-added",
-]);
 
 export class Client {
   /**
@@ -488,50 +478,12 @@ export class Client {
 
   // ---- frames from the server ----
 
-  /** @private @param {any} m */
+  /**
+   * Handles a decoded frame (see Apply.handle).
+   * @private @param {any} m
+   */
   handle(m) {
-    if (!m || typeof m.kind !== "string") return;
-    if (m.kind === "question:changes") return this.queueChanges(m);
-    // Every other frame sees the changes that came before it applied,
-    // except an accepted edit's reply: it only moves the accepted heads,
-    // to the reply's if the replica holds them and to the heads it sent
-    // otherwise, so the queue may keep growing for one larger apply.
-    if (!(m.kind === "question:edit" && m.ok === true)) this.flushChanges();
-    if (REQUESTS.has(m.kind)) return this.reply(m);
-    if (EVENTS.has(m.kind)) return this.event(m);
-    switch (m.kind) {
-      case "welcome":
-        this.welcomed = true;
-        this.welcomedOnce = true;
-        this.welcomedAt = now();
-        this.conn = "open";
-        this.member = m.member || this.member;
-        this.write = m.write === true;
-        // A storage problem stays said: the draft shown is the server's.
-        if (!this.storageProblem || this.note?.text !== this.storageProblem.message) this.note = null;
-        for (const r of m.records || []) this.adoptRecord(r);
-        this.dropUnnamed(m.records || []);
-        // Requests whose reply the last connection lost, as they were sent.
-        for (const p of this.pending.values()) {
-          p.resent = true;
-          this.send(p.m);
-        }
-        this.presenceOut.resume();
-        return;
-      case "question:doc":
-        return this.applyDoc(m);
-      case "error":
-        this.note = { text: `The server reported a problem: ${m.message || m.reason}`, tone: "error", at: Date.now() };
-        if (m.rid && this.pending.has(m.rid)) {
-          const p = this.pending.get(m.rid);
-          this.pending.delete(m.rid);
-          clearTimeout(p?.timer);
-          p?.resolve({ ok: false, reason: m.reason, message: m.message });
-        }
-        // The close that follows ends the redials (lost).
-        if (m.reason === "version") this.refused = new RefusedError("version", m.message);
-        return;
-    }
+    Apply.handle(this, m);
   }
 
   /**
@@ -569,117 +521,30 @@ export class Client {
    * @param {any} m
    */
   applyDoc(m) {
-    const d = this.decision(m.id);
-    const srv = R.load(/** @type {Uint8Array} */ (m.doc));
-    const how = this.adoptDoc(d, srv);
-    d.synced = true;
-    if (this.arriving.size) this.arrived(d.id, how === "rebased");
-    this.push(d);
+    Apply.applyDoc(this, m);
   }
 
   /**
-   * Takes srv, a document the server sent whole, as the decision's
-   * replica. When srv's history holds the accepted heads, it is the same
-   * history: the local changes the server has not seen are merged in. When
-   * it does not, srv is a rebased document (the same accepted state under
-   * a fresh history, docs/PROTOCOL.md): the replica replaces its document
-   * with it, never merging the two histories, and carries its own
-   * not-yet-accepted draft values over as fresh local edits. An edit still
-   * in flight belonged to the old history: its reply is ignored, and the
-   * carried values go out in the next edit.
+   * Takes srv, a document the server sent whole, as the decision's replica: merged when its history holds the accepted heads, otherwise a rebased document that replaces it, the unaccepted draft values carried over.
    * @param {Decision} d
    * @param {any} srv
    * @returns {"merged"|"rebased"|"loaded"}
    */
   adoptDoc(d, srv) {
-    const old = d.doc;
-    const heads = R.heads(srv);
-    if (!old || !d.accepted.length) {
-      d.doc = srv;
-      d.accepted = heads;
-      d.known = new Set(heads);
-      return "loaded";
-    }
-    // Nothing local beyond what the server accepted (always so for a
-    // member who only reads): the server's document holds all of it.
-    const nothingLocal = !d.inflight && covers(d.accepted, R.heads(old));
-    // A whole document is rare (a first load, a catch-up too long for
-    // changes, a reset): hasHeads' cost is paid here, not per change.
-    if (R.holds(srv, d.accepted)) {
-      if (nothingLocal) {
-        // Nothing local beyond what the server accepted: the server's
-        // document already holds all of it, so it replaces the replica
-        // (merging would apply every missed change once more).
-        d.doc = srv;
-        d.accepted = heads;
-        d.known = new Set(heads);
-        return "loaded";
-      }
-      d.doc = A.merge(old, srv);
-      d.accepted = heads;
-      noteHeads(d, heads);
-      noteHeads(d, A.getHeads(d.doc));
-      return "merged";
-    }
-    // A rebased document: with nothing to carry, it is taken as it is.
-    const { doc, carried } = d.record.status === "open" && !nothingLocal ? R.carryOver(old, R.carryBase(old, d.accepted, srv), srv) : { doc: srv, carried: 0 };
-    d.doc = doc;
-    d.accepted = heads;
-    d.known = new Set(heads);
-    noteHeads(d, A.getHeads(doc));
-    d.inflight = "";
-    d.sent = [];
-    d.held = false;
-    if (carried) d.edited = true;
-    return "rebased";
+    return Apply.adoptDoc(this, d, srv);
   }
 
   /**
-   * Queues a question:changes frame; frames of the same decision that
-   * arrive before the queue is flushed (see incoming; or before the next
-   * frame of another kind) are applied together, in order, with the last
-   * frame's heads.
+   * Queues a question:changes frame, to be applied with the others of its decision.
    * @param {any} m
    */
   queueChanges(m) {
-    if (typeof m.id !== "string") return;
-    let q = this.incoming.get(m.id);
-    if (!q) {
-      q = { parts: [], heads: [], cells: [], ws: this.ws };
-      this.incoming.set(m.id, q);
-    }
-    if (Array.isArray(m.cells)) q.cells.push(...m.cells);
-    // An empty batch (a replica already up to date) has no changes field:
-    // msgpack omits zero values.
-    if (m.changes instanceof Uint8Array && m.changes.length) q.parts.push(m.changes);
-    q.heads = m.heads || [];
-    if (this.incomingQueued) return;
-    this.incomingQueued = true;
-    const apply = () => {
-      this.flushChanges();
-      this.notify();
-    };
-    const wait = Math.min(this.applied.end + this.applied.took, now() + MAX_APPLY_WAIT) - now();
-    if (wait <= 0) queueMicrotask(apply);
-    else this.applyTimer = setTimeout(apply, wait);
+    Apply.queueChanges(this, m);
   }
 
   /** Applies the queued question:changes frames, one call per decision. */
   flushChanges() {
-    this.incomingQueued = false;
-    clearTimeout(this.applyTimer);
-    this.applyTimer = null;
-    if (this.incoming.size === 0) return;
-    const start = now();
-    const queued = [...this.incoming];
-    this.incoming.clear();
-    for (const [id, q] of queued) {
-      if (q.ws !== this.ws) continue; // from a connection since dropped
-      const changes = q.parts.length === 1 ? q.parts[0] : R.concat(q.parts);
-      this.applyChanges({ id, changes, heads: q.heads, cells: q.cells });
-    }
-    const end = now();
-    this.applied = { end, took: end - start };
+    Apply.flushChanges(this);
   }
 
   /**
@@ -689,31 +554,7 @@ export class Client {
    * @param {any} m
    */
   applyChanges(m) {
-    const d = this.decisions.get(m.id);
-    if (!d || !d.doc) {
-      this.resync();
-      return;
-    }
-    // A replica already up to date gets an empty batch, which msgpack
-    // omits (zero values are not written).
-    const changes = m.changes instanceof Uint8Array ? m.changes : new Uint8Array(0);
-    if (changes.length) {
-      const { doc, complete } = R.applyBatch(d.doc, changes);
-      d.doc = doc;
-      if (!complete) {
-        console.warn("changes for", m.id, "miss dependencies; resyncing");
-        this.resync();
-        return;
-      }
-      noteHeads(d, A.getHeads(doc));
-    }
-    const heads = (m.heads || []).slice().sort();
-    if (heads.length && knows(d, heads)) d.accepted = heads;
-    settle(d);
-    d.synced = true;
-    if (this.arriving.size) this.arrived(d.id, false);
-    this.push(d);
-    this.noticeOverwrites(d.id, m.cells || []);
+    Apply.applyChanges(this, m);
   }
 
   /**
@@ -736,19 +577,7 @@ export class Client {
 
   /** @param {any} m */
   event(m) {
-    if (m.record) this.adoptRecord(m.record);
-    if (m.definition) this.adoptDefinition(m.id, m.definition);
-    const d = this.decisions.get(m.id);
-    if (!d || !m.by || m.by === this.member) return;
-    const who = display(m.by);
-    const say = {
-      "question:resolved": `${who} saved this decision.`,
-      "question:reopened": `${who} reopened this decision.`,
-      "question:discarded": `${who} discarded this decision.`,
-      "question:option-added": `${who} added the option “${m.option?.label ?? ""}”.`,
-      "question:criterion-added": `${who} added the criterion “${m.criterion?.label ?? ""}”.`,
-    }[/** @type {string} */ (m.kind)];
-    if (say) d.note = { text: say, tone: "info", at: Date.now() };
+    Apply.event(this, m);
   }
 
   /** @param {any} m */
@@ -1490,72 +1319,6 @@ export class Client {
 
 
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
-
-/** The longest a received change waits to be applied with others (ms). */
-const MAX_APPLY_WAIT = 50;
-
-/**
- * Adds heads to the hashes the replica has held as heads.
- * @param {Decision} d
- * @param {string[]} heads
- */
-function noteHeads(d, heads) {
-  for (const h of heads) d.known.add(h);
-}
-
-/**
- * Whether the replica's history holds every one of heads, which the server
- * reported (see Decision.known).
- * @param {Decision} d
- * @param {string[]} heads
- */
-function knows(d, heads) {
-  for (const h of heads) if (!d.known.has(h)) return false;
-  return true;
-}
-
-/**
- * Whether every one of heads is in accepted (which may also name some of
- * their ancestors, see editReply).
- * @param {string[]} accepted
- * @param {string[]} heads
- */
-function covers(accepted, heads) {
-  return heads.every((h) => accepted.includes(h));
-}
-
-/**
- * @param {string[]} a sorted heads
- * @param {string[]} b sorted heads
- * @returns {string[]} both, sorted, each once
- */
-function union(a, b) {
-  return [...new Set([...a, ...b])].sort();
-}
-
-/**
- * Forgets the known hashes that can never be reported again: once the
- * server has accepted the replica's whole history (nothing in flight, the
- * heads are the accepted ones), every other hash it held as a head has a
- * descendant on the server. This keeps known as small as the heads.
- * @param {Decision} d
- */
-function settle(d) {
-  if (d.inflight || d.known.size <= d.accepted.length) return;
-  const heads = A.getHeads(d.doc);
-  if (same(heads, d.accepted)) d.known = new Set(d.accepted);
-}
-
-/**
- * @param {string[]} a
- * @param {string[]} b
- */
-function same(a, b) {
-  if (a.length !== b.length) return false;
-  const s = [...a].sort();
-  const t = [...b].sort();
-  return s.every((x, i) => x === t[i]);
-}
 
 /** @param {string} s */
 function lower(s) {

@@ -1,3 +1,101 @@
+/**
+ * @typedef {{id: string, label: string}} Item
+ * @typedef {{id: string, question: string, context?: string, response?: string, options?: Item[], multiple?: boolean, criteria?: Item[], verbatim?: boolean}} Question
+ * @typedef {{questions: Question[]}} Definition
+ * @typedef {{question: string, choices?: string[], text?: string, marks?: Record<string,string>}} QuestionAnswer
+ * @typedef {{generation: number, answers: QuestionAnswer[], by: string, at: any}} Answer
+ * @typedef {Answer & {why?: string, whyBy?: string, reopenedBy: string, reopenedAt: any}} HistoryEntry
+ * @typedef {{id: string, key?: string, origin?: string, status: "open"|"settled"|"discarded", definition: Definition, generation?: number,
+ *   answer?: Answer, why?: string, whyBy?: string, history?: HistoryEntry[], passage?: string[], createdBy?: string,
+ *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
+ * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
+ * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
+ *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
+ *   viewKey: string, stored: string, reset: {n: number, reply: any}|null}} Decision
+ * @typedef {{title?: string, url: string}} Source
+ * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
+ *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
+ *   stance?: "supports"|"objects", by: string, at?: any}} Finding
+ * @typedef {{id: string, record: DecisionRecord, status: DecisionRecord["status"], generation: number, questions: Record<string, R.QuestionDraft>,
+ *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
+ * @typedef {import("./presence.js").PresenceState} PresenceState
+ * @typedef {import("./presence.js").Peer} Peer
+ *
+ * Decision.known holds every hash that has been one of the replica's heads
+ * since it last took a whole document (or since its history was last all
+ * accepted; see settle). It stands in for automerge's hasHeads, which
+ * rebuilds changes and costs more the longer the history: the heads a
+ * server reports are always changes that were once the replica's heads (a
+ * change with a descendant on the server is no longer a head there), so
+ * "every reported head is known" says exactly what "the history holds
+ * every reported head" says, at the cost of a set lookup.
+ */
+/**
+ * A Client's options: doc, the document; member, the member signed in
+ * (names the stored drafts); url, the sync socket (default: the page's
+ * own /sync, see syncURL); token, sent as a bearer token where the
+ * WebSocket constructor takes headers; WebSocket, the constructor (default
+ * the global one; in Node, the ws package); storage and onStorageError,
+ * where drafts are kept and how a problem is reported; storeDelay (ms a
+ * write waits after changes from the server, default 150);
+ * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
+ * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
+ * wait before each redial, as the Go client's (see reconnectDelay).
+ * @typedef {{doc: string, member?: string, url?: string, token?: string, WebSocket?: any,
+ *   storage?: import("./storage.js").Storage|null, onStorageError?: (err: StorageError) => void,
+ *   storeDelay?: number, requestTimeout?: number, restoreTimeout?: number, minBackoff?: number, maxBackoff?: number}} ClientOptions
+ */
+/**
+ * Who set one value of a decision's draft, when, and what it replaced
+ * (docs/PROTOCOL.md, "Provenance").
+ * @typedef {object} CellProvenance
+ * @property {number} generation the draft's generation
+ * @property {string} question the question
+ * @property {"mark"|"choice"|"text"} kind what the value is
+ * @property {string} cell a mark's "option/criterion"; a multiple choice's option id; "" for a single choice and for text
+ * @property {string} value the mark; the chosen option id (single choice); "chosen" (multiple choice); "" when cleared, and for text
+ * @property {string} by who set it
+ * @property {Date|null} at when
+ * @property {string} change the hash of the last automerge change of that edit
+ * @property {string} was the value it replaced ("" for text)
+ * @property {string} wasBy who had set that ("" when nobody had)
+ */
+/**
+ * A reply to a request (docs/PROTOCOL.md): kind and rid echo it. ok false
+ * carries the refusal's reason and message. repeated says the request
+ * had already taken effect (one sent again after the connection was lost
+ * before its reply): nothing changed now, and the reply tells the outcome
+ * it had.
+ * @typedef {object} Reply
+ * @property {string} kind
+ * @property {string} rid
+ * @property {boolean} ok
+ * @property {string} [id]
+ * @property {string} [reason]
+ * @property {string} [message]
+ * @property {boolean} [repeated]
+ * @property {string[]} [heads]
+ * @property {DecisionRecord} [record]
+ * @property {DecisionRecord[]} [records]
+ * @property {SubmitResult[]} [results]
+ * @property {Finding} [finding]
+ * @property {Item} [option]
+ * @property {Item} [criterion]
+ * @property {Definition} [definition]
+ */
+/**
+ * One decision's outcome in a save's reply; repeated says this member's
+ * save of the same revision had already taken effect, record being the
+ * decision as it is now.
+ * @typedef {{id: string, ok: boolean, repeated?: boolean, reason?: string, message?: string, record?: DecisionRecord}} SubmitResult
+ */
+/**
+ * Another member replaced a value this member had set.
+ * @typedef {object} Overwrite
+ * @property {string} id the decision
+ * @property {string} by who replaced it
+ * @property {CellProvenance} cell the value now, and what it replaced
+ */
 export class Client {
     /**
      * @param {ClientOptions} opts
@@ -226,7 +324,10 @@ export class Client {
      * @returns {Promise<any>} the reply (open: each kind has fields of its own)
      */
     private request;
-    /** @private @param {any} m */
+    /**
+     * Handles a decoded frame (see Apply.handle).
+     * @private @param {any} m
+     */
     private handle;
     /**
      * @param {string} id
@@ -252,25 +353,14 @@ export class Client {
      */
     applyDoc(m: any): void;
     /**
-     * Takes srv, a document the server sent whole, as the decision's
-     * replica. When srv's history holds the accepted heads, it is the same
-     * history: the local changes the server has not seen are merged in. When
-     * it does not, srv is a rebased document (the same accepted state under
-     * a fresh history, docs/PROTOCOL.md): the replica replaces its document
-     * with it, never merging the two histories, and carries its own
-     * not-yet-accepted draft values over as fresh local edits. An edit still
-     * in flight belonged to the old history: its reply is ignored, and the
-     * carried values go out in the next edit.
+     * Takes srv, a document the server sent whole, as the decision's replica: merged when its history holds the accepted heads, otherwise a rebased document that replaces it, the unaccepted draft values carried over.
      * @param {Decision} d
      * @param {any} srv
      * @returns {"merged"|"rebased"|"loaded"}
      */
     adoptDoc(d: Decision, srv: any): "merged" | "rebased" | "loaded";
     /**
-     * Queues a question:changes frame; frames of the same decision that
-     * arrive before the queue is flushed (see incoming; or before the next
-     * frame of another kind) are applied together, in order, with the last
-     * frame's heads.
+     * Queues a question:changes frame, to be applied with the others of its decision.
      * @param {any} m
      */
     queueChanges(m: any): void;
