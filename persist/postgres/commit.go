@@ -82,7 +82,10 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 		return fmt.Errorf("postgres: commit to %q at revision %v: another writer committed first: %w", doc, expected, persist.ErrConflict)
 	case outcomeKnown(err):
 		s.log.Warn("postgres: commit failed; nothing applied", "doc", doc, "err", err)
-		return s.fail("commit to", doc, err)
+		if ce := s.corrupt("commit", doc, err); ce != nil {
+			return ce
+		}
+		return fmt.Errorf("postgres: commit to %q failed, nothing applied: %w", doc, err)
 	default:
 		st.known, st.stale = false, true
 		s.log.Error("postgres: commit outcome unknown", "doc", doc, "err", err)
@@ -90,21 +93,8 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 	}
 }
 
-// send runs p as one implicit transaction (a pgx batch: its statements and
-// one Sync, so the server commits them together or none) and returns the
-// document's new revision.
+// send runs p as one transaction and returns the document's new revision.
 func (s *Store) send(ctx context.Context, doc string, p *plan, expected any) (int64, error) {
-	actx, cancel := s.opContext(ctx)
-	conn, err := s.pool.Acquire(actx)
-	cancel()
-	if err != nil {
-		return 0, &acquireError{err}
-	}
-	defer conn.Release()
-	// From here on the Write may land, so the caller's cancellation no
-	// longer applies: wait for the outcome.
-	octx, cancel := s.opContext(context.WithoutCancel(ctx))
-	defer cancel()
 	id := []byte(doc)
 	b := &pgx.Batch{}
 	b.Queue(s.q.advance, id, expected, rand.Int64())
@@ -123,45 +113,96 @@ func (s *Store) send(ctx context.Context, doc string, p *plan, expected any) (in
 	if len(p.auditDecisions) > 0 {
 		b.Queue(s.q.addAudit, id, p.auditDecisions, p.auditValues, p.auditSums)
 	}
-	br := conn.SendBatch(octx, b)
 	var rev int64
-	err = br.QueryRow().Scan(&rev)
-	for i := 1; i < b.Len() && err == nil; i++ {
-		_, err = br.Exec()
-	}
-	// Close reads up to the server's ReadyForQuery, which follows the
-	// commit: only then is the Write known to be committed.
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := s.run(ctx, b, func(r pgx.Row) error { return r.Scan(&rev) })
 	return rev, err
 }
 
-// outcomeKnown reports whether a failed commit is known to have applied
-// nothing: the server refused a statement (which aborted the transaction
-// before its commit), or nothing was sent.
-func outcomeKnown(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// FATAL and PANIC end the session, possibly after the commit
-		// (a fast shutdown reaches a backend between its commit and its
-		// reply); ERROR only the transaction, before it.
-		sev := pgErr.SeverityUnlocalized
-		if sev == "" {
-			sev = pgErr.Severity
-		}
-		return sev == "ERROR"
+// run sends b as one implicit transaction (a pgx batch: its statements and
+// one Sync, so the server commits them together or none) and reads every
+// result, the first through first if it is not nil. It returns nil only
+// once the server answered after its commit. Its errors are *runError.
+func (s *Store) run(ctx context.Context, b *pgx.Batch, first func(pgx.Row) error) error {
+	actx, cancel := s.opContext(ctx)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		return &runError{phase: beforeSend, err: err}
 	}
-	var ae *acquireError
-	return errors.As(err, &ae) || pgconn.SafeToRetry(err)
+	defer conn.Release()
+	// From here on the transaction may commit, so the caller's
+	// cancellation no longer applies: wait for the outcome.
+	octx, cancel := s.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	br := conn.SendBatch(octx, b)
+	for i := range b.Len() {
+		if i == 0 && first != nil {
+			err = first(br.QueryRow())
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			_ = br.Close()
+			return &runError{phase: inStatements, err: err}
+		}
+	}
+	// Close reads up to the server's ReadyForQuery, which follows the
+	// commit: only then is the transaction known to be committed.
+	if err := br.Close(); err != nil {
+		return &runError{phase: atCommit, err: err}
+	}
+	return nil
 }
 
-// acquireError is the error of taking a connection for a commit, before
-// anything was sent.
-type acquireError struct{ err error }
+// Phases of a transaction's run, for telling whether a failed one may
+// have committed.
+const (
+	beforeSend   = iota // no connection: nothing sent
+	inStatements        // a statement's result did not come
+	atCommit            // every statement ran; the commit's answer did not come
+)
 
-func (e *acquireError) Error() string { return "connect: " + e.err.Error() }
-func (e *acquireError) Unwrap() error { return e.err }
+type runError struct {
+	phase int
+	err   error
+}
+
+func (e *runError) Error() string {
+	if e.phase == beforeSend {
+		return "connect: " + e.err.Error()
+	}
+	return e.err.Error()
+}
+
+func (e *runError) Unwrap() error { return e.err }
+
+// outcomeKnown reports whether a failed transaction is known to have
+// applied nothing: nothing was sent; or the server reported an error in
+// place of a statement's result, so its statements never all ran and the
+// commit, which comes after them, never came; or it reported an ERROR
+// for the commit itself. A connection lost meanwhile, or a FATAL in place
+// of the commit's answer (a fast shutdown can end a session between its
+// commit and its reply), leaves the outcome unknown.
+func outcomeKnown(err error) bool {
+	var re *runError
+	if !errors.As(err, &re) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case re.phase == beforeSend || pgconn.SafeToRetry(re.err):
+		return true
+	case !errors.As(re.err, &pgErr):
+		return false
+	case re.phase == inStatements:
+		return true
+	}
+	sev := pgErr.SeverityUnlocalized
+	if sev == "" {
+		sev = pgErr.Severity
+	}
+	return sev == "ERROR"
+}
 
 // plan is a Write as the statements' arrays: puts of one key collapse to
 // the last, a decision's drafts to its last snapshot and the chunks after

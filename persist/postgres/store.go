@@ -264,15 +264,24 @@ func (s *Store) damaged(table, doc, kind string, key []byte, seq int64) error {
 // damaged data (SQLSTATE XX001, XX002) become a *persist.CorruptError
 // naming the schema.
 func (s *Store) fail(op, doc string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "XX001" || pgErr.Code == "XX002") {
-		s.log.Error("postgres: the database reports damaged data", "op", op, "doc", doc, "err", err)
-		return &persist.CorruptError{Bucket: s.schema, Err: err}
+	if ce := s.corrupt(op, doc, err); ce != nil {
+		return ce
 	}
 	if doc == "" {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	return fmt.Errorf("postgres: %s %q: %w", op, doc, err)
+}
+
+// corrupt returns a *persist.CorruptError if err is PostgreSQL's report
+// of damaged data, else nil.
+func (s *Store) corrupt(op, doc string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "XX001" || pgErr.Code == "XX002") {
+		s.log.Error("postgres: the database reports damaged data", "op", op, "doc", doc, "err", err)
+		return &persist.CorruptError{Bucket: s.schema, Err: err}
+	}
+	return nil
 }
 
 // Documents returns the ids of every document a non-empty Write was
@@ -365,13 +374,11 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 		return err
 	}
 	defer st.unlock()
-	octx, cancel := s.opContext(ctx)
-	defer cancel()
 	b := &pgx.Batch{}
 	for _, q := range s.q.deleteDoc {
 		b.Queue(q, []byte(doc))
 	}
-	if err := s.pool.SendBatch(octx, b).Close(); err != nil {
+	if err := s.run(ctx, b, nil); err != nil {
 		if !outcomeKnown(err) {
 			// Deleted or not: the next Commit waits for a load.
 			st.known, st.stale = false, true
