@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 		return err
 	}
 	defer s.leave()
-	if err := checkWrite(doc, w); err != nil {
+	if err := persist.CheckWrite(doc, w, limits); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -316,51 +316,5 @@ func checksum(doc, kind string, key, value []byte) int32 {
 	return int32(h.Sum32())
 }
 
-// checkWrite checks w against the contract and the store's limits.
-func checkWrite(doc string, w *persist.Write) error {
-	if err := checkKey(doc, "document"); err != nil {
-		return err
-	}
-	if w == nil {
-		return nil
-	}
-	for _, kind := range []struct {
-		name string
-		puts []persist.Put
-	}{{"record", w.Records}, {"projection", w.Projections}, {"answer", w.Answers}, {"audit", w.Audit}} {
-		for _, p := range kind.puts {
-			if err := checkKey(p.Key, kind.name); err != nil {
-				return err
-			}
-			if err := checkValue(p.Value, kind.name, p.Key); err != nil {
-				return err
-			}
-		}
-	}
-	for _, dp := range w.Drafts {
-		if err := checkKey(dp.Decision, "draft"); err != nil {
-			return err
-		}
-		if err := checkValue(dp.Chunk, "draft", dp.Decision); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkKey(key, kind string) error {
-	if key == "" {
-		return persist.ErrEmptyKey
-	}
-	if len(key) > MaxKeySize {
-		return fmt.Errorf("postgres: %s key of %d bytes, limit %d: %w", kind, len(key), MaxKeySize, ErrKeyTooLong)
-	}
-	return nil
-}
-
-func checkValue(v []byte, kind, key string) error {
-	if len(v) > MaxValueSize {
-		return fmt.Errorf("postgres: %s %q value of %d bytes, limit %d: %w", kind, key, len(v), MaxValueSize, ErrTooLarge)
-	}
-	return nil
-}
+// limits are the store's, for persist.CheckWrite.
+var limits = persist.Limits{Name: "postgres", MaxKey: MaxKeySize, MaxValue: MaxValueSize, ErrKey: ErrKeyTooLong, ErrValue: ErrTooLarge}

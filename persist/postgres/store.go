@@ -363,7 +363,7 @@ func (s *Store) DeleteDocument(ctx context.Context, doc string) error {
 		return err
 	}
 	defer s.leave()
-	if err := checkWrite(doc, nil); err != nil {
+	if err := persist.CheckWrite(doc, nil, limits); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
