@@ -33,8 +33,9 @@
 // trip (a pgx batch, run as one implicit transaction), and Commit returns
 // nil only after the server answered that it committed, which with the
 // default synchronous_commit = on means its write-ahead log was flushed.
-// Concurrent Commits of different documents run on their own connections,
-// and the server flushes the log once for the commits that arrive together.
+// Concurrent Commits of different documents run on their own connections
+// (up to Options.MaxConns), and the server flushes the log once for the
+// commits that arrive together.
 // A connection lost while the outcome was awaited leaves it unknown; the
 // error wraps persist.ErrOutcomeUnknown. Every other error means nothing of
 // the Write was applied.

@@ -12,6 +12,9 @@ import (
 const (
 	// DefaultSchema is the PostgreSQL schema that holds the store's tables.
 	DefaultSchema = "accord"
+	// DefaultMaxConns is the most connections a Store opens unless the
+	// URL's pool_max_conns or Options.MaxConns says otherwise.
+	DefaultMaxConns = 16
 	// DefaultTimeout bounds the wait for a commit's outcome once it was
 	// sent, and for every other call's round trip.
 	DefaultTimeout = 10 * time.Second
@@ -26,11 +29,11 @@ type Options struct {
 	// a letter or _; empty means DefaultSchema.
 	Schema string
 
-	// MaxConns is the most connections the Store opens. Zero leaves it to
-	// the URL's pool_max_conns, or pgxpool's default (the larger of 4
-	// and the number of CPUs). Commits of different documents run on
-	// connections of their own, and the server flushes the commits that
-	// arrive together in one write of its log.
+	// MaxConns is the most connections the Store opens. Zero means the
+	// URL's pool_max_conns, or DefaultMaxConns. Commits of different
+	// documents run on connections of their own, and the server flushes
+	// the commits that arrive together in one write of its log: more
+	// connections, more commits per flush (docs/BENCHMARKS.md).
 	MaxConns int32
 
 	// Timeout bounds each call's round trips to the server; once a Commit

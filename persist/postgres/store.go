@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -68,8 +69,11 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	if o.MaxConns > 0 {
+	switch {
+	case o.MaxConns > 0:
 		cfg.MaxConns = o.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	octx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
