@@ -44,6 +44,7 @@ import * as R from "./replica.js";
 import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import * as Drafts from "./storage.js";
+import * as Edits from "./edits.js";
 import { Peers, PresenceOut, now, presenceState } from "./presence.js";
 import * as Apply from "./apply.js";
 import { knows, noteHeads, same, settle, union } from "./apply.js";
@@ -642,55 +643,12 @@ export class Client {
     }
   }
 
-  /** @param {any} m */
+  /**
+   * The reply to a decision's edit in flight (see Edits.editReply).
+   * @param {any} m
+   */
   editReply(m) {
-    const d = this.decisions.get(m.id);
-    if (!d || d.inflight !== m.rid) return;
-    const sent = d.sent;
-    d.inflight = "";
-    d.sent = [];
-    /** @type {any} the reset's document, once loaded */
-    let srv = null;
-    if (m.ok) {
-      // repeated too: changes the server already held (sent again after a
-      // lost reply) were accepted then, and still are.
-      const heads = (m.heads || []).slice().sort();
-      // Changes the server sent before this reply may still be queued
-      // (see handle): the reply's heads come after theirs, so they are
-      // the ones to accept once the queue is applied.
-      // Until then the server is known to hold what it accepted before
-      // and what this edit sent: both, not the sent heads alone, or the
-      // next edit would send back every change applied since they were
-      // taken.
-      const q = this.incoming.get(d.id);
-      if (q && heads.length) q.heads = heads;
-      d.accepted = heads.length && knows(d, heads) ? heads : union(d.accepted, sent);
-      settle(d);
-    } else if (m.reset && m.doc && d.doc && d.accepted.length && !R.holds(srv = R.load(m.doc), d.accepted)) {
-      // The edit was made against a history the server has since rebased
-      // (reason stale): the local values are carried over onto the
-      // rebased document and go out again, so nothing is lost and there is
-      // nothing to tell.
-      this.adoptDoc(d, srv);
-      if (this.arriving.size) this.arrived(d.id, true);
-    } else if (m.reset && m.doc) {
-      d.doc = srv || R.load(m.doc);
-      d.accepted = R.heads(d.doc);
-      d.known = new Set(d.accepted);
-      d.held = false;
-      d.edited = false;
-      d.reset = { n: ++this.resets, reply: m };
-      d.note = {
-        text: m.reason === "forbidden" ? READER : `Your last change was not accepted — ${lower(refusalText("question:edit", m.reason, m.message))} The card shows the accepted answer again.`,
-        tone: "error", at: Date.now(),
-      };
-    } else {
-      // Kept, and sent again with the next local change or connection.
-      d.held = true;
-      d.note = { text: refusalText("question:edit", m.reason, m.message), tone: "error", at: Date.now() };
-      if (m.reason === "forbidden") d.edited = false;
-    }
-    this.push(d);
+    Edits.editReply(this, m);
   }
 
   // ---- local edits ----
@@ -700,19 +658,7 @@ export class Client {
    * @param {Decision} d
    */
   push(d) {
-    if (!this.welcomed || !d.synced || d.inflight || d.held || !d.doc) return;
-    const heads = R.heads(d.doc);
-    if (same(heads, d.accepted)) return;
-    const changes = R.changesSince(d.doc, d.accepted);
-    if (changes.length === 0) {
-      d.accepted = heads;
-      return;
-    }
-    const rid = "e" + ++this.rid;
-    if (this.send({ kind: "question:edit", rid, id: d.id, changes })) {
-      d.inflight = rid;
-      d.sent = heads;
-    }
+    Edits.push(this, d);
   }
 
   /**
@@ -725,26 +671,7 @@ export class Client {
    * @param {(doc: any) => any} fn returns the new document
    */
   edit(id, fn) {
-    // Queued changes stay queued: the local change is concurrent with
-    // them, as it would be had they arrived a moment later.
-    const d = this.decisions.get(id);
-    if (!d || !d.doc) throw new RefusedError("not_found", "no replica of this decision here (yet)", { kind: "question:edit", id });
-    if (!this.write && this.welcomedOnce) {
-      d.note = { text: READER, tone: "error", at: Date.now() };
-      this.notify();
-      throw new RefusedError("forbidden", "this member only reads", { kind: "question:edit", id });
-    }
-    if (d.record.status !== "open") throw new RefusedError("resolved", `the decision is ${d.record.status}`, { kind: "question:edit", id });
-    const next = fn(d.doc);
-    if (next === d.doc) return;
-    d.doc = next;
-    noteHeads(d, A.getHeads(next));
-    d.held = false;
-    d.edited = true;
-    this.editedSinceStore = true;
-    if (d.note && d.note.tone !== "error") d.note = null;
-    this.push(d);
-    this.notify();
+    Edits.edit(this, id, fn);
   }
 
   /**
@@ -813,7 +740,7 @@ export class Client {
 
   /** @param {Decision} d */
   unsent(d) {
-    return !!d.doc && (d.inflight !== "" || !same(R.heads(d.doc), d.accepted));
+    return Edits.unsent(this, d);
   }
 
   // ---- reading ----
@@ -945,10 +872,8 @@ export class Client {
    * @param {string[]} [ids] every decision when omitted
    * @param {number} [ms]
    */
-  async flush(ids, ms = this.requestTimeout) {
-    if (!(await this.idle(ids || this.order, ms))) {
-      throw new RefusedError(this.welcomed ? "timeout" : "disconnected", "edits are not all accepted yet");
-    }
+  flush(ids, ms = this.requestTimeout) {
+    return Edits.flush(this, ids, ms);
   }
 
   // ---- requests ----
@@ -960,19 +885,8 @@ export class Client {
    * @param {string[]} ids
    * @param {number} ms
    */
-  async idle(ids, ms) {
-    const end = Date.now() + ms;
-    const since = this.resets;
-    for (let first = true; ; first = false) {
-      const ds = ids.map((id) => this.decisions.get(id));
-      const reset = ds.find((d) => d?.reset && d.reset.n > since);
-      if (reset) throw refusal(reset.reset?.reply, "question:edit", reset.id);
-      const busy = ds.filter((d) => d && this.unsent(d));
-      if (busy.length === 0) return true;
-      if (Date.now() > end || (first && !this.welcomed)) return false;
-      for (const d of busy) if (d) { d.held = false; this.push(d); }
-      await new Promise((r) => setTimeout(r, 40));
-    }
+  idle(ids, ms) {
+    return Edits.idle(this, ids, ms);
   }
 
   /**
@@ -1319,9 +1233,4 @@ export class Client {
 
 
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
-
-/** @param {string} s */
-function lower(s) {
-  return s.charAt(0).toLowerCase() + s.slice(1);
-}
 

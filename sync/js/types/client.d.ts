@@ -399,7 +399,10 @@ export class Client {
      * @param {boolean} rebased
      */
     arrived(id: string, rebased: boolean): void;
-    /** @param {any} m */
+    /**
+     * The reply to a decision's edit in flight (see Edits.editReply).
+     * @param {any} m
+     */
     editReply(m: any): void;
     /**
      * Sends the decision's unaccepted changes when nothing is in flight.
