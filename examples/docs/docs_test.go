@@ -58,6 +58,14 @@ var runs = []runSpec{
 		check: checkCluster,
 	},
 	{
+		file: "docs/OPERATIONS.md", first: "pg_dump --format=custom --schema=accord", needs: "pg_dump",
+		setup: setupPgDump, check: checkPgDump, // postgres_test.go
+	},
+	{
+		file: "docs/OPERATIONS.md", first: "pg_restore --clean --if-exists", needs: "pg_restore",
+		setup: setupPgRestore, check: checkPgRestore,
+	},
+	{
 		// From a benchmark harness's folder: one of its own here.
 		file: "docs/BENCHMARKS.md", first: `JSSRC="$ACCORD_SRC/sync/js/src"`,
 		setup: func(t *testing.T, w *work, dir string) []string {

@@ -84,6 +84,9 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 	if err := os.MkdirAll(demo.Dir, 0o755); err != nil { // the demo's research keeps its work there
 		return nil, err
 	}
+	if url := os.Getenv("ACCORD_POSTGRES_URL"); url != "" { // store.go
+		return openPostgres(ctx, url, demo, log)
+	}
 	if o.NATS == "" {
 		// ACCORD_UNSAFE_NOSYNC=1 is for measuring what durability costs
 		// per write (docs/BENCHMARKS.md); bbolt then logs a warning.
@@ -132,11 +135,12 @@ func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog
 	return &nodeStore{Store: f, nc: nc, fenced: f, opts: o, host: host}, nil
 }
 
-// forApp is the store newApp works on: the bbolt store itself alone (its
-// file's folder also keeps the plan), the node's store in a cluster.
+// forApp is the store newApp works on: the store itself alone (bbolt's
+// file's folder, or the data folder, also keeps the plan), the node's
+// store in a cluster.
 func (s *nodeStore) forApp() persist.Store {
-	if s.bolt != nil {
-		return s.bolt
+	if s.fenced == nil {
+		return s.Store
 	}
 	return s
 }
@@ -146,6 +150,9 @@ func (s *nodeStore) forApp() persist.Store {
 func (s *nodeStore) backup(token string, log *slog.Logger) http.Handler {
 	if s.bolt != nil {
 		return backupHandler(s.bolt, token, log)
+	}
+	if _, ok := s.Store.(pgStore); ok {
+		return pgBackup()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this node keeps its decisions in JetStream: back up the stream with NATS's tools (nats stream backup ACCORD)", http.StatusNotFound)
@@ -283,7 +290,9 @@ func (o ownerDoer) Do(ctx context.Context, doc string, fn func(a *question.Autho
 		}
 		return cluster.ErrNotOwner
 	}
-	return cluster.NewOwnerOnly(r, o.srv).Do(ctx, doc, fn)
+	owned := cluster.NewOwnerOnly(r, o.srv)
+	owned.Skip = planner.FromDriver // the driver's polls pass over documents held elsewhere
+	return owned.Do(ctx, doc, fn)
 }
 
 // registerClusterMetrics shows on /metrics what the node does for the

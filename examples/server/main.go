@@ -71,6 +71,8 @@ Environment (a flag, where there is one, wins):
                         session: anyone is anyone (load tools on your own machine only)
   ACCORD_UNSAFE_NOSYNC  1 commits without fsync: a crash can lose acknowledged work
                         (for measuring what durability costs, never for use)
+  ACCORD_POSTGRES_URL   keep decisions in this PostgreSQL database (postgres://user@host/db)
+                        instead of bbolt under DATA; servers may share it (store.go)
   ACCORD_PERSONAS             0 turns off the demo personas (demo:lily, demo:omar)
   ACCORD_RESEARCH_DELAY       how long demo research takes (default 4s)
   ACCORD_INVESTIGATION_DELAY  how long a demo investigation takes (default 6s)
