@@ -1,8 +1,9 @@
 // Package persist defines the durable storage that the decision authority
 // (package question) writes through, and its contract. Backends live in
-// sub-packages: boltstore (bbolt, the embedded default) and memstore (an
-// in-memory reference). Package storetest holds the conformance suite every
-// backend passes.
+// sub-packages: boltstore (bbolt, the embedded default), jetstream (NATS
+// JetStream, replicated), postgres (PostgreSQL) and memstore (an in-memory
+// reference). Package storetest holds the conformance suite every backend
+// passes.
 //
 // # Contract
 //
@@ -29,5 +30,8 @@
 //     snapshot of the draft leaves it as it is.
 //   - Damaged storage gives a *CorruptError (errors.Is ErrCorrupt), never a
 //     panic.
+//   - A Store that several servers share may refuse a Commit with an error
+//     matching ErrConflict: another server wrote the document since this
+//     one loaded it. Nothing was applied; the writer loads it again.
 //   - After Close every method returns ErrClosed.
 package persist
