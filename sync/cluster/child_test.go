@@ -163,8 +163,10 @@ func runChild(name string) error {
 		return err
 	}
 	store.RequireLease(router)
+	owned := cluster.NewOwnerOnly(router, srv)
+	owned.Skip = planner.FromDriver
 	opts := planner.Options{
-		Authorities: cluster.NewOwnerOnly(router, srv), Logger: log,
+		Authorities: owned, Logger: log,
 		Quiet: 50 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: time.Second, Retry: 200 * time.Millisecond,
 	}
 	host.Wire(&opts)

@@ -38,7 +38,9 @@
 //		Acquired: func(doc string) { driver.Watch(doc); driver.Poke(doc) },
 //	})
 //	store.RequireLease(router) // no commit for a document whose lease is elsewhere
-//	driver, _ := planner.New(planner.Options{Authorities: cluster.NewOwnerOnly(router, srv), Chat: sharedChat, ...})
+//	owned := cluster.NewOwnerOnly(router, srv)
+//	owned.Skip = planner.FromDriver // the driver's polls pass over documents held elsewhere
+//	driver, _ := planner.New(planner.Options{Authorities: owned, Chat: sharedChat, ...})
 //	http.Handle("/sync", router)
 //	http.Handle("/api/", router.Handler(func(r *http.Request) string { return r.URL.Query().Get("doc") }, api))
 //	...

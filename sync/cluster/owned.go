@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
 )
 
 // ErrNotOwner is returned by OwnerOnly.Do for a document whose lease this
@@ -24,12 +23,12 @@ type Doer interface {
 // the rest with ErrNotOwner, applying nothing. Each node of a cluster
 // runs its own answer Driver on an OwnerOnly: a driver whose node is not
 // the owner never loads the document, so it neither claims turns there nor
-// fences the owner's commits by committing under it. The Driver's own
-// calls (planner.FromDriver) for such a document are skipped without an
-// error instead, fn not run: the Driver then sees nothing due and looks
-// again at its next poll, rather than logging a failure every retry on
-// every node that is not the owner. Options.Acquired wakes it when this
-// node takes the lease.
+// fences the owner's commits by committing under it. The calls Skip picks
+// (the Driver's own, planner.FromDriver) are skipped without an error
+// instead, fn not run: the Driver then sees nothing due and looks again
+// at its next poll, rather than logging a failure every retry on every
+// node that is not the owner. Options.Acquired wakes it when this node
+// takes the lease.
 //
 // Exactly-once delivery across nodes does not rest on this check, which
 // can be stale by the time the work commits: every claim and every mark is
@@ -39,19 +38,26 @@ type Doer interface {
 // What the host must provide is a Chat shared by the nodes whose Accept
 // happens once per turn id cluster-wide (docs/SCALING.md).
 type OwnerOnly struct {
+	// Skip, if set, picks the calls that, for a document whose lease
+	// this node does not hold, return nil without running fn rather than
+	// ErrNotOwner: work that polls and looks again later, such as the
+	// answer Driver's (a host sets planner.FromDriver).
+	Skip func(ctx context.Context) bool
+
 	r     *Router
 	inner Doer
 }
 
 var _ Doer = (*OwnerOnly)(nil)
 
-// NewOwnerOnly runs inner's work for the documents r holds.
+// NewOwnerOnly runs inner's work for the documents r holds; set Skip
+// before the first Do.
 func NewOwnerOnly(r *Router, inner Doer) *OwnerOnly { return &OwnerOnly{r: r, inner: inner} }
 
 // Do runs fn on doc's authority if this node holds doc's lease.
 func (o *OwnerOnly) Do(ctx context.Context, doc string, fn func(a *question.Authority) error) error {
 	if !o.r.Owns(doc) {
-		if planner.FromDriver(ctx) {
+		if o.Skip != nil && o.Skip(ctx) {
 			return nil
 		}
 		return fmt.Errorf("cluster: %q: %w", doc, ErrNotOwner)

@@ -14,8 +14,8 @@ import (
 )
 
 // TestOwnerOnly: host work runs on the node holding the document's lease;
-// elsewhere it is refused with ErrNotOwner, and a Driver there finds
-// nothing to do, without loading the document.
+// elsewhere it is refused with ErrNotOwner, and a Driver there, whose
+// calls Skip picks, finds nothing to do, without loading the document.
 func TestOwnerOnly(t *testing.T) {
 	c := natstest.RunCluster(t, 3)
 	a := startNode(t, "a", c.URL(0))
@@ -33,10 +33,17 @@ func TestOwnerOnly(t *testing.T) {
 		t.Fatalf("work on a (the owner): ran %v, err %v", ran, err)
 	}
 
+	// The driver's own calls are skipped on b without an error; any other
+	// call through the same OwnerOnly is still refused.
+	owned := cluster.NewOwnerOnly(b.router, b.srv)
+	owned.Skip = planner.FromDriver
+	if err := owned.Do(ctx, "owned", func(*question.Authority) error { ran = true; return nil }); !errors.Is(err, cluster.ErrNotOwner) {
+		t.Fatalf("work on b with Skip, not the driver's: err %v; want ErrNotOwner", err)
+	}
 	host := memhost.New()
 	host.Runtime.SetOwner("owned", "ana")
 	host.Members.Add("owned", question.Member{Login: "ana", Write: true})
-	opts := planner.Options{Authorities: cluster.NewOwnerOnly(b.router, b.srv)}
+	opts := planner.Options{Authorities: owned}
 	host.Wire(&opts)
 	d, err := planner.New(opts)
 	if err != nil {
