@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/accord-crdt/accord/sync/mcp"
+	"github.com/accord-crdt/accord/question/planner"
 )
 
 // The page says when an agent answers as the Planner, so that the demo
@@ -26,7 +26,7 @@ func TestBrowserPlannerAgentNotice(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var out mcp.Awaited
+		var out planner.Awaited
 		mcpCall(t, agent, "await_answers", map[string]any{"wait_seconds": 3}, &out)
 	}()
 	ana.waitText("planner-agent", "An agent is answering as the Planner and is waiting for answers; the demo Planner is paused while it waits and for 30 minutes after.")

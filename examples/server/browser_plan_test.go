@@ -16,7 +16,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/sync/mcp"
 )
 
 // passage is the expression of a plan row's text as the page shows it
@@ -245,9 +244,9 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	ana.waitFor("the card linked to the reviewed paragraph, review done", fmt.Sprintf(`%s && !$("review-%s")`, cardIn(id, fresh, fresh), id))
 
 	// The agent waits; Ana saves in the page.
-	got := make(chan mcp.Awaited, 1)
+	got := make(chan planner.Awaited, 1)
 	go func() {
-		var out mcp.Awaited
+		var out planner.Awaited
 		ctx, cancel := context.WithTimeout(context.Background(), 2*waitTime)
 		defer cancel()
 		res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "await_answers", Arguments: map[string]any{}})
@@ -264,7 +263,7 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	ana.waitAccepted(id)
 	ana.click("save-" + id)
 	ana.waitText("message-"+id, "Saved.")
-	var first mcp.Awaited
+	var first planner.Awaited
 	select {
 	case first = <-got:
 	case <-time.After(2 * waitTime):
@@ -277,12 +276,12 @@ func TestBrowserPlanMCPAgent(t *testing.T) {
 	// The agent's connection drops after the claim, before it finished.
 	agent.Close()
 	again := mcpAgent(t, srv.addr, "browser-token")
-	var second mcp.Awaited
+	var second planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"wait_seconds": 5}, &second)
 	if second.Turn == nil || second.Turn.ID != first.Turn.ID || len(second.Turn.Answers) != 1 {
 		t.Fatalf("after the drop: %+v, want turn %s again", second.Turn, first.Turn.ID)
 	}
-	var third mcp.Awaited
+	var third planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"done": first.Turn.ID, "wait_seconds": 1}, &third)
 	if third.Turn != nil {
 		t.Fatalf("a second turn came: %+v", third.Turn)

@@ -7,7 +7,9 @@ package main
 // an agent takes a document's turns the demo Planner leaves them to it.
 
 import (
+	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,12 +39,13 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 		tokens = map[string][]string{token: strings.Split(docs, ",")}
 		token = ""
 	}
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs})
+	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: a.srv, Document: a.host.Docs, Editor: a.host.Docs, Turns: a.host.Chat})
 	if err != nil {
 		return err
 	}
 	opts := mcp.Options{
-		Tools: tools, Turns: a.host.Chat, Token: token, Tokens: tokens, OnAwait: a.driver.Poke, Logger: log,
+		Tools: mcpTools(tools), Instructions: planner.AgentInstructions,
+		Token: token, Tokens: tokens, OnAwait: a.driver.Poke, Logger: log,
 		// The documents are the plans the host holds: the sample plan and
 		// those plan.db restored. Any other id is a mistake to report, not
 		// an empty plan to serve.
@@ -79,6 +82,25 @@ func (a *app) withMCP(hs *http.Server, addr string, log *slog.Logger, out io.Wri
 	}
 	fmt.Fprintf(out, "MCP (streamable HTTP): http://%s/mcp?doc=%s with header \"Authorization: Bearer %s\"\n", addr, demoDoc, token)
 	return nil
+}
+
+// mcpTools are the Planner's tools as MCP serves them: each acts on the
+// session's document; ask and await_answers wait for people (Long), and
+// an agent calling await_answers takes the document's turns (Holds), so
+// that the demo Planner leaves them to it.
+func mcpTools(tools *planner.Tools) []mcp.Tool {
+	defs := tools.Definitions()
+	out := make([]mcp.Tool, len(defs))
+	for i, d := range defs {
+		out[i] = mcp.Tool{
+			Name: d.Name, Description: d.Description, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema,
+			Long: d.Long, Holds: d.TakesTurns,
+			Call: func(ctx context.Context, doc string, args json.RawMessage) (any, error) {
+				return d.Handle(ctx, planner.Call{Doc: doc}, args)
+			},
+		}
+	}
+	return out
 }
 
 // refusingMCP is next, except on a cluster node whose MCP token differs

@@ -15,7 +15,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/sync/mcp"
 	"github.com/accord-crdt/accord/sync/replica"
 )
 
@@ -109,9 +108,9 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 
 	// The agent waits; ana saves the answer in the page.
-	got := make(chan mcp.Awaited, 1)
+	got := make(chan planner.Awaited, 1)
 	go func() {
-		var out mcp.Awaited
+		var out planner.Awaited
 		ctx, cancel := context.WithTimeout(context.Background(), waitTime)
 		defer cancel()
 		res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "await_answers", Arguments: map[string]any{}})
@@ -129,7 +128,7 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 	defer ana.Close()
 	answerAndSave(t, ana, id, "Welcome aboard", "ana's page")
-	var first mcp.Awaited
+	var first planner.Awaited
 	select {
 	case first = <-got:
 	case <-time.After(waitTime):
@@ -143,12 +142,12 @@ func TestMCPEndpoint(t *testing.T) {
 	// one it gets the same turn, then, once done, nothing more.
 	agent.Close()
 	again := mcpAgent(t, s.addr, "example-token")
-	var second mcp.Awaited
+	var second planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"wait_seconds": 5}, &second)
 	if second.Turn == nil || second.Turn.ID != first.Turn.ID {
 		t.Fatalf("after the drop: %+v, want turn %s", second.Turn, first.Turn.ID)
 	}
-	var third mcp.Awaited
+	var third planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"done": first.Turn.ID, "wait_seconds": 1}, &third)
 	if third.Turn != nil {
 		t.Fatalf("a second turn came: %+v", third.Turn)
@@ -368,7 +367,7 @@ func TestMCPAgentShownInChat(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var out mcp.Awaited
+		var out planner.Awaited
 		mcpCall(t, agent, "await_answers", map[string]any{"wait_seconds": 2}, &out)
 	}()
 	eventually(t, "Chat to say an agent waits", func() (bool, string) {

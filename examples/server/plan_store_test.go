@@ -10,7 +10,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/sync/mcp"
 )
 
 type planView struct {
@@ -39,9 +38,9 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	}}}, &opened)
 	id := opened.Decisions[0].ID
 
-	got := make(chan mcp.Awaited, 1)
+	got := make(chan planner.Awaited, 1)
 	go func() {
-		var out mcp.Awaited
+		var out planner.Awaited
 		ctx, cancel := context.WithTimeout(context.Background(), waitTime)
 		defer cancel()
 		res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "await_answers", Arguments: map[string]any{}})
@@ -59,7 +58,7 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 	}
 	answerAndSave(t, ana, id, "Welcome aboard", "ana")
 	ana.Close()
-	var turn mcp.Awaited
+	var turn planner.Awaited
 	select {
 	case turn = <-got:
 	case <-time.After(waitTime):
@@ -110,12 +109,12 @@ func TestMCPPlanAndChatSurviveARestart(t *testing.T) {
 		t.Fatalf("the turn's notice appears %d times after the restart: %+v", n, chat.Notices)
 	}
 	again := mcpAgent(t, s.addr, "example-token")
-	var pending mcp.Awaited
+	var pending planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"wait_seconds": 5}, &pending)
 	if pending.Turn == nil || pending.Turn.ID != turn.Turn.ID || len(pending.Turn.Answers) != 1 || pending.Turn.Answers[0].Decision != id {
 		t.Fatalf("after the restart: %+v, want turn %s", pending.Turn, turn.Turn.ID)
 	}
-	var none mcp.Awaited
+	var none planner.Awaited
 	mcpCall(t, again, "await_answers", map[string]any{"done": turn.Turn.ID, "wait_seconds": 1}, &none)
 	if none.Turn != nil {
 		t.Fatalf("a second turn came: %+v", none.Turn)

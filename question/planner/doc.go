@@ -18,8 +18,13 @@
 // paragraphs, tables or diagrams in one run, cards between them kept). A
 // host with an Editor also serves edit_plan, whose result lists
 // anchors_pending, and update_document, a whole-document rewrite after
-// which Rewritten keeps the Planner's own cards linked. A turn focused on
-// a decision's page cannot create decisions in the root document.
+// which Rewritten keeps the Planner's own cards linked. A host whose
+// Planner is an agent outside it (over MCP, say) gives the tools Chat's
+// turns (AgentTurns) and serves await_answers too, which hands the agent
+// each turn Chat accepted, under its claim id, until the agent says it is
+// done (AwaitAnswers); ask and await_answers are marked Long, since they
+// wait for people. A turn focused on a decision's page cannot create
+// decisions in the root document.
 //
 // A revision the plan cannot have been read at (made up, or one that
 // nothing in the plan is unchanged since) is refused stale, and a block
@@ -83,8 +88,13 @@
 //	d.Watch("plan-1")      // on opening a document, also after a restart
 //	defer d.Close()
 //
-//	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: doc})
+//	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: doc, Turns: chat})
 //	for _, t := range tools.Definitions() { agent.Register(t.Name, t.Description, t.InputSchema, t.Handle) }
+//
+// A transport serves the definitions as they are: sync/mcp's Tool takes
+// each one's name, description and schemas, Long, TakesTurns (as Holds)
+// and Handle with the session's document as the Call, and
+// AgentInstructions as what a session is told first.
 //
 // A host whose document is rewritten outside any Planner turn (a
 // workflow's update_document, say) calls Tools.Rewritten with the blocks

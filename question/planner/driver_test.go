@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/planner"
 )
@@ -328,9 +329,9 @@ func TestWatchRunsOnTimersAndPokes(t *testing.T) {
 	a := e.open("a", false, "p-onb")
 	e.save(ana, a, "yes")
 	due := epoch.Add(5 * time.Second)
-	eventually(t, "the timer for the quiet time", func() bool { return e.clock.Armed(due) })
+	testutil.Eventually(t, "the timer for the quiet time", func() bool { return e.clock.Armed(due) })
 	e.clock.Advance(5 * time.Second)
-	eventually(t, "the turn", func() bool { return len(e.turnsRun()) == 1 })
+	testutil.Eventually(t, "the turn", func() bool { return len(e.turnsRun()) == 1 })
 	e.host.Chat.FinishAll(doc)
 
 	e.host.Runtime.SetOwner(doc, "")
@@ -341,9 +342,9 @@ func TestWatchRunsOnTimersAndPokes(t *testing.T) {
 		t.Fatalf("without an owner: %+v, %d turns", p, len(e.turnsRun()))
 	}
 	e.host.Runtime.SetOwner(doc, "ana") // pokes the driver
-	eventually(t, "the turn once an owner appeared", func() bool { return len(e.turnsRun()) == 2 })
+	testutil.Eventually(t, "the turn once an owner appeared", func() bool { return len(e.turnsRun()) == 2 })
 	// Write-up jobs ran too, in their own loop.
-	eventually(t, "the write-ups", func() bool { return e.host.Docs.Applied(doc) == 2 })
+	testutil.Eventually(t, "the write-ups", func() bool { return e.host.Docs.Applied(doc) == 2 })
 }
 
 // Close stops the loops; Step and RunJobs then refuse.

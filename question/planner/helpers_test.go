@@ -165,7 +165,7 @@ func (e *env) start() {
 	if e.d, err = planner.New(opts); err != nil {
 		e.t.Fatal(err)
 	}
-	if e.tools, err = planner.NewTools(planner.ToolsOptions{Authorities: e.local, Document: e.host.Docs, Editor: e.host.Docs}); err != nil {
+	if e.tools, err = planner.NewTools(planner.ToolsOptions{Authorities: e.local, Document: e.host.Docs, Editor: e.host.Docs, Turns: e.host.Chat}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -308,18 +308,6 @@ func (e *env) jobs() planner.JobReport {
 }
 
 func (e *env) turnsRun() []planner.Turn { return e.host.Chat.Turns(doc) }
-
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func reason(t *testing.T, err error, want question.Reason) {
 	t.Helper()

@@ -57,9 +57,9 @@ var openDecisionsOutput = `{
   "required": ["decisions"]
 }`
 
-// TurnAnswerSchema is the JSON schema of a TurnAnswer, for the results
-// that carry saved answers (ask here, await_answers in package mcp).
-const TurnAnswerSchema = `{
+// turnAnswerSchema is the JSON schema of a TurnAnswer, for the results
+// that carry saved answers (ask and await_answers).
+const turnAnswerSchema = `{
   "type": "object",
   "properties": {
     "decision": {"type": "string"},
@@ -92,7 +92,7 @@ var askOutput = `{
   "properties": {
     "id": {"type": "string"},
     "status": {"type": "string", "enum": ["answered", "discarded"]},
-    "answer": ` + TurnAnswerSchema + `
+    "answer": ` + turnAnswerSchema + `
   },
   "required": ["id", "status"]
 }`

@@ -37,6 +37,9 @@ type ToolsOptions struct {
 	// Editor, if set, is the host's editable plan: the tools then serve
 	// edit_plan and update_document too.
 	Editor Editor
+	// Turns, if set, are Chat's turns as an agent outside the host takes
+	// them: the tools then serve await_answers too (AwaitAnswers).
+	Turns AgentTurns
 }
 
 // Tools are the Planner's decision tools, as library calls and as tool
@@ -544,6 +547,14 @@ type ToolDef struct {
 	// structured content, which must be a JSON object, and clients such as
 	// the official TypeScript SDK check it against this schema.
 	OutputSchema json.RawMessage
+	// Long marks a call that waits for people, minutes at a time (ask,
+	// await_answers): a transport keeps such a call alive, as MCP does
+	// with progress notifications.
+	Long bool
+	// TakesTurns marks await_answers: while an agent's call of it runs,
+	// and for a while after it returns, that agent takes the document's
+	// Planner turns and counts as the attached Planner (Runtime.Attached).
+	TakesTurns bool
 	// Handle decodes input strictly (unknown fields are refused) and runs
 	// the tool; a refusal is a *question.Refusal. Its result encodes as a
 	// JSON object matching OutputSchema.
@@ -562,8 +573,9 @@ type Suggested struct {
 }
 
 // Definitions returns the tools for a host's agent: read_plan,
-// open_decisions, open_decision, ask, suggest_choice and anchor_plan, and
-// edit_plan and update_document when the host has an Editor.
+// open_decisions, open_decision, ask, suggest_choice and anchor_plan,
+// edit_plan and update_document when the host has an Editor, and
+// await_answers when it has Turns.
 func (t *Tools) Definitions() []ToolDef {
 	type cards struct {
 		Cards []CardInput `json:"cards"`
@@ -600,6 +612,7 @@ func (t *Tools) Definitions() []ToolDef {
 			Description:  "Ask people a question and wait for the saved answer. Omit response for a choice (options, optional criteria by label); use response \"text\" with options [] and multiple false for a written answer.",
 			InputSchema:  json.RawMessage(askSchema),
 			OutputSchema: json.RawMessage(askOutput),
+			Long:         true,
 			Handle:       handler(t.Ask),
 		},
 		{
@@ -639,6 +652,9 @@ func (t *Tools) Definitions() []ToolDef {
 				Handle:       handler(t.UpdateDocument),
 			},
 		)
+	}
+	if t.opts.Turns != nil {
+		defs = append(defs, t.awaitDefinition())
 	}
 	return defs
 }

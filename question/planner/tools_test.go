@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/planner"
 )
@@ -295,7 +296,7 @@ func TestAskWaitsAndGetsTheAnswer(t *testing.T) {
 		got <- result{out, err}
 	}()
 	var id string
-	eventually(t, "the ask's card", func() bool {
+	testutil.Eventually(t, "the ask's card", func() bool {
 		var ok bool
 		id, ok = e.do2(func(a *question.Authority) (string, bool) {
 			id, ok := a.Lookup("planner:ask:region")
@@ -337,7 +338,7 @@ func TestAskShapes(t *testing.T) {
 		done <- err
 	}()
 	var id string
-	eventually(t, "the choice ask", func() bool {
+	testutil.Eventually(t, "the choice ask", func() bool {
 		var ok bool
 		id, ok = e.do2(func(a *question.Authority) (string, bool) { return a.Lookup("planner:ask:c") })
 		return ok

@@ -2,31 +2,33 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/persist/memstore"
-	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
-// A host serves the Planner's tools over streamable HTTP; an agent
-// connects with the bearer token and lists them.
+// A host serves a tool over streamable HTTP; an agent connects with the
+// bearer token, lists the tools and calls one on its document.
 func ExampleNewHandler() {
-	host := memhost.New()
-	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "We launch in spring."})
-	store := memstore.New()
-	local := planner.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
-		return question.NewAuthority(ctx, question.Options{Store: store, Doc: doc})
-	})
-	tools, _ := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
-	h, _ := mcp.NewHandler(mcp.Options{Tools: tools, Turns: host.Chat, Token: "t0ken"})
+	greet := mcp.Tool{
+		Name:         "greet",
+		Description:  "Greet the document's people.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"]}`),
+		Call: func(ctx context.Context, doc string, args json.RawMessage) (any, error) {
+			var in struct{ Name string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			return map[string]string{"greeting": "Hello " + in.Name + ", from " + doc}, nil
+		},
+	}
+	h, _ := mcp.NewHandler(mcp.Options{Tools: []mcp.Tool{greet}, Token: "t0ken"})
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -42,11 +44,16 @@ func ExampleNewHandler() {
 	}
 	defer cs.Close()
 	list, _ := cs.ListTools(context.Background(), nil)
-	var names []string
 	for _, t := range list.Tools {
-		names = append(names, t.Name)
+		fmt.Println(t.Name)
 	}
-	slices.Sort(names)
-	fmt.Println(names)
-	// Output: [anchor_plan ask await_answers edit_plan open_decision open_decisions read_plan suggest_choice update_document]
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ana"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.StructuredContent)
+	// Output:
+	// greet
+	// map[greeting:Hello Ana, from plan-1]
 }

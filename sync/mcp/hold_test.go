@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
-// Hold says who answers a document's turns: nobody at first; the agent,
-// waiting, while its await_answers call waits; after the call returned,
-// the agent until the session timeout has passed since; then nobody
-// again. OnHold tells each change as it happens.
+// Hold says who holds a document: nobody at first; the agent, waiting,
+// while its call of a Holds tool waits; after the call returned, the
+// agent until the session timeout has passed since; then nobody again.
+// OnHold tells each change as it happens.
 func TestMCPHold(t *testing.T) {
 	const timeout = 1500 * time.Millisecond
 	var told atomic.Int32
@@ -30,9 +31,9 @@ func TestMCPHold(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		awaitTurn(t, cs, map[string]any{"wait_seconds": 1})
+		ok(t, cs, "next", map[string]any{"wait_seconds": 1}, nil)
 	}()
-	eventually(t, "the call to wait", func() bool { return r.h.Awaiting(doc) })
+	testutil.Eventually(t, "the call to wait", func() bool { return r.h.Awaiting(doc) })
 	if hold, held := r.h.Hold(doc); !held || !hold.Waiting || !hold.Until.IsZero() || told.Load() < 1 {
 		t.Fatalf("while waiting: %+v %v, told %d times", hold, held, told.Load())
 	}

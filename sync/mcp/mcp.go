@@ -1,40 +1,39 @@
-// Package mcp serves the Planner's tools over the Model Context Protocol
-// (streamable HTTP, github.com/modelcontextprotocol/go-sdk), so a real AI
-// agent can be the Planner of a document.
-//
-// It serves every tool of planner.Tools.Definitions (read_plan,
-// open_decisions, open_decision, ask, suggest_choice, anchor_plan, and the
-// host's edit_plan and update_document when it has a planner.Editor) with
-// their JSON schemas, and await_answers: a blocking call that returns the
-// next Planner turn carrying saved answers.
+// Package mcp serves tools over the Model Context Protocol (streamable
+// HTTP, github.com/modelcontextprotocol/go-sdk), so that a real AI agent
+// can act on a document: the host hands it the Tools it serves, each with
+// a name, a description, the JSON schemas of its input and result, and
+// what a call does. The Planner's tools (question/planner's
+// Tools.Definitions: read_plan, open_decisions, ask, await_answers and the
+// rest) are served this way by a host that turns each ToolDef into a Tool
+// (examples/server does).
 //
 // Every result is a JSON object, sent both as text and as structured
 // content, and every tool declares its result's schema (outputSchema,
 // "type": "object"): MCP requires structured content to be an object, and
 // clients such as the official TypeScript SDK refuse anything else, even
-// for a call whose effect (cards opened, say) already happened.
+// for a call whose effect (cards opened, say) already happened. A Tool
+// whose schemas are not of objects fails NewHandler, so a host finds out
+// at start rather than an agent later.
 //
-// # Turns exactly once
+// # Holding a document
 //
-// Turns are made by the planner.Driver as for any host: the waiting
-// answers are claimed under a fresh id, Chat accepts the turn (its notice
-// carries that id), and the answers are marked delivered. Chat's accepted
-// turns then wait for the agent: await_answers returns the oldest one that
-// has not finished, with the claim id. The agent passes that id back as
-// done on its next call, which finishes the turn (Chat is busy until then,
-// so no other turn starts meanwhile). If the agent's connection drops
-// after the claim, even after the turn was sent, its next call returns the
-// same turn under the same id, never a second one; a call the client
-// cancels or abandons returns at once and changes nothing.
+// A Tool marked Holds is how an agent takes a document's work (the
+// Planner's await_answers, which waits for the next turn): while a call
+// of it runs the agent holds the document (Handler.Hold, Waiting), and
+// after it returns for the session timeout, while the agent works on what
+// it got. A host runs that work itself only while no agent holds it
+// (Attached), and hears of each change through Options.OnHold. A call
+// the client cancels returns at once, its tool's context cancelled.
 //
 // # Long calls
 //
-// await_answers and ask block until people act, which takes minutes.
+// A Tool marked Long blocks until people act, which takes minutes.
 // Clients time a request out (the TypeScript SDK after 60 seconds) unless
-// progress resets the clock, so a call whose request carries a progress
-// token gets a progress notification every ProgressInterval while it
-// runs; the client opts in (TypeScript: onprogress and
-// resetTimeoutOnProgress).
+// progress resets the clock, so a call of it whose request carries a
+// progress token gets a progress notification every ProgressInterval
+// while it runs; the client opts in (TypeScript: onprogress and
+// resetTimeoutOnProgress). Handler.Close ends every call that still runs,
+// with a tool error saying the server is shutting down.
 //
 // # Sessions
 //
@@ -46,20 +45,21 @@
 // another. A host serving without tokens has nothing to bind sessions to.
 //
 // With Options.Exists, a request naming a document the host does not
-// hold is refused (404) rather than served as an empty plan, so a
+// hold is refused (404) rather than served as an empty one, so a
 // mistyped ?doc= says so. A request without a bearer token and one with
 // a token that is not valid are refused (401) in words of their own.
 //
 // # Usage
 //
-//	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Turns: host.Chat, Token: token, OnAwait: driver.Poke})
+//	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Token: token})
 //	mux.Handle("/mcp", h) // the agent connects to /mcp?doc=plan-1 with "Authorization: Bearer <token>"
 //	defer h.Close()
 //
 // Bad tool input (not matching the schema, unknown fields, refused by the
-// library) gets a tool error naming the field, never a protocol error or a
-// crash. A revision the plan never had is refused "stale" and a block it
-// does not hold "invalid"; the agent calls read_plan and tries again.
+// tool) gets a tool error naming the field, never a protocol error or a
+// crash; so does a tool that panics or returns something that is not a
+// JSON object. A *question.Refusal a tool returns reaches the agent as
+// its reason and message (Refused).
 package mcp
 
 import (
@@ -84,24 +84,38 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
 )
 
-// Turns is the host's Chat as a remote Planner reads it: the turns Chat
-// accepted that have not finished (oldest first), Finish, which ends one
-// (false if it was not running), and Changed, a channel closed at the next
-// accept or finish of a document. memhost.Chat implements it.
-type Turns interface {
-	Pending(doc string) []planner.Turn
-	Finish(doc, id string) bool
-	Changed(doc string) <-chan struct{}
+// Tool is one tool a Handler serves.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema and OutputSchema are the JSON schemas of the tool's
+	// input and of its result, each of an object ("type": "object"), as
+	// MCP requires.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	// Long marks a call that waits for people, minutes at a time: it hears
+	// progress (see Long calls in the package documentation).
+	Long bool
+	// Holds marks a call by which the agent takes the document's work
+	// (see Holding a document in the package documentation).
+	Holds bool
+	// Call runs the tool on document doc, once args was checked against
+	// InputSchema; it decodes args strictly itself. Its result must
+	// encode as a JSON object matching OutputSchema; a *question.Refusal
+	// it returns reaches the agent as a tool error with its reason. ctx
+	// ends when the client cancels the call or the Handler closes.
+	Call func(ctx context.Context, doc string, args json.RawMessage) (any, error)
 }
 
 // Options configures a Handler. Tools is required.
 type Options struct {
-	Tools *planner.Tools
-	// Turns, if set, serves await_answers.
-	Turns Turns
+	// Tools are the tools served, on every document.
+	Tools []Tool
+	// Instructions, if set, returns what a session on doc is told first
+	// (MCP's instructions).
+	Instructions func(doc string) string
 	// Token is the bearer token every request must carry; "" (with no
 	// Tokens) serves without authentication (tests, a loopback-only host
 	// that checks elsewhere).
@@ -117,17 +131,17 @@ type Options struct {
 	// Exists, if set, reports whether the host holds document doc. A
 	// request naming one it does not (a session's too, once its document
 	// went away) is refused with 404, so that a mistyped document id is
-	// not served as an empty plan. Nil: every document exists.
+	// not served as an empty document. Nil: every document exists.
 	Exists func(doc string) bool
-	// OnAwait runs when an await_answers call starts waiting for doc, e.g.
-	// Driver.Poke, so a turn that was waiting for a Planner starts now.
+	// OnAwait runs when a call of a Holds tool starts for doc, e.g. the
+	// Planner's Driver.Poke, so that work waiting for an agent starts now.
 	OnAwait func(doc string)
-	// OnHold runs when an agent's hold on doc's turns changes (Hold): an
-	// await_answers call started waiting or returned. A host that shows
-	// who answers as the Planner reads Hold then. It must not block.
+	// OnHold runs when an agent's hold on doc changes (Hold): a call of a
+	// Holds tool started or returned. A host that shows who holds a
+	// document reads Hold then. It must not block.
 	OnHold func(doc string)
 	// SessionTimeout closes sessions idle that long, and is how long an
-	// agent holds a document's turns after its last await_answers call;
+	// agent holds a document after its last call of a Holds tool returned;
 	// zero means 30 minutes.
 	SessionTimeout time.Duration
 	// ProgressInterval is how often a tool call that is still running
@@ -149,18 +163,19 @@ const defaultProgress = 15 * time.Second
 // concurrent use.
 type Handler struct {
 	opts    Options
+	tools   []tool
 	http    http.Handler
 	ctx     context.Context
 	stop    context.CancelFunc
 	mu      sync.Mutex
 	servers map[string]*sdk.Server
 	waiting map[string]int
-	last    map[string]time.Time // when an await_answers call last waited or returned
+	last    map[string]time.Time // when a call of a Holds tool last started or returned
 }
 
 // NewHandler returns a Handler.
 func NewHandler(opts Options) (*Handler, error) {
-	if opts.Tools == nil {
+	if len(opts.Tools) == 0 {
 		return nil, errors.New("mcp: Options.Tools is required")
 	}
 	if err := checkTokens(opts); err != nil {
@@ -187,7 +202,8 @@ func NewHandler(opts Options) (*Handler, error) {
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	// The tools are checked once here, so a bad schema fails the host at
 	// start rather than an agent later.
-	if _, err := h.tools(); err != nil {
+	var err error
+	if h.tools, err = checkTools(opts.Tools); err != nil {
 		return nil, err
 	}
 	// The SDK logs every session's comings and goings at info, three
@@ -357,40 +373,44 @@ func (h *Handler) authorized(r *http.Request) (docs []string, err error) {
 	return docs, nil
 }
 
-// Close ends every blocking call (await_answers, ask).
+// Close ends every call that still runs (those of Long and Holds tools
+// above all) with a tool error saying the server is shutting down.
 func (h *Handler) Close() error {
 	h.stop()
 	return nil
 }
 
-// Awaiting reports whether an await_answers call waits for doc's next
-// turn: a host under a remote harness counts the agent as attached then.
+// Awaiting reports whether a call of a Holds tool runs for doc (the
+// Planner's await_answers waits for doc's next turn): a host under a
+// remote harness counts the agent as attached then.
 func (h *Handler) Awaiting(doc string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.waiting[doc] > 0
 }
 
-// Attached reports whether an agent takes doc's turns: an await_answers
-// call waits, or one returned within the session timeout (the agent is
-// working on a turn). A host runs turns itself only while none is.
+// Attached reports whether an agent holds doc: a call of a Holds tool
+// runs, or one returned within the session timeout (the agent is working
+// on what it got). A host runs that work itself only while none does.
 func (h *Handler) Attached(doc string) bool {
 	_, ok := h.Hold(doc)
 	return ok
 }
 
-// Hold is an agent's hold on a document's turns, as Handler.Hold reports
-// it, so that a host can tell its people who answers as the Planner.
+// Hold is an agent's hold on a document, as Handler.Hold reports it, so
+// that a host can tell its people who does the work (who answers as the
+// Planner).
 type Hold struct {
-	// Waiting is true while an await_answers call waits; the agent holds
-	// the turns as long as it does.
+	// Waiting is true while a call of a Holds tool runs; the agent holds
+	// the document as long as it does.
 	Waiting bool
-	// Until is when the hold ends unless the agent calls again: its last
-	// await_answers call plus the session timeout. Zero while Waiting.
+	// Until is when the hold ends unless the agent calls again: when its
+	// last call of a Holds tool returned plus the session timeout. Zero
+	// while Waiting.
 	Until time.Time
 }
 
-// Hold reports whether an agent holds doc's turns (Attached), and how.
+// Hold reports whether an agent holds doc (Attached), and how.
 // Options.OnHold says when it changes; a host that shows Until arranges
 // to look again then.
 func (h *Handler) Hold(doc string) (Hold, bool) {
@@ -416,10 +436,10 @@ func (h *Handler) touch(doc string, delta int) {
 	}
 }
 
-// tool is one served tool: its definition and the schema its input is
-// validated against.
+// tool is one served tool and the schema its input is validated
+// against.
 type tool struct {
-	def    planner.ToolDef
+	Tool
 	schema *jsonschema.Resolved
 }
 
@@ -440,27 +460,28 @@ func objectSchema(name, which string, raw json.RawMessage) (*jsonschema.Resolved
 	return rs, nil
 }
 
-func (h *Handler) tools() ([]tool, error) {
-	defs := h.opts.Tools.Definitions()
-	if h.opts.Turns != nil {
-		defs = append(defs, planner.ToolDef{
-			Name:         "await_answers",
-			Description:  "Wait for the next Planner turn carrying answers people saved to decisions you left open, and get it: {\"turn\": {id, notice, prompt, answers}, \"pending\": n}. Pass the id of the turn you finished as done; until then every call returns that same turn again. With wait_seconds, {\"turn\": null} when none came in time. Cards with a passage are written up by their own write-up; act on the rest.",
-			InputSchema:  json.RawMessage(awaitSchema),
-			OutputSchema: json.RawMessage(awaitOutput),
-			Handle:       h.await,
-		})
-	}
-	out := make([]tool, 0, len(defs))
-	for _, d := range defs {
-		rs, err := objectSchema(d.Name, "input", d.InputSchema)
+// checkTools resolves each tool's input schema, refusing a tool without
+// a name or a call, a name served twice, and schemas that are not of
+// objects.
+func checkTools(tools []Tool) ([]tool, error) {
+	out := make([]tool, 0, len(tools))
+	seen := map[string]bool{}
+	for _, t := range tools {
+		switch {
+		case t.Name == "" || t.Call == nil:
+			return nil, fmt.Errorf("mcp: a tool needs a name and a Call (%q)", t.Name)
+		case seen[t.Name]:
+			return nil, fmt.Errorf("mcp: tool %s is served twice", t.Name)
+		}
+		seen[t.Name] = true
+		rs, err := objectSchema(t.Name, "input", t.InputSchema)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := objectSchema(d.Name, "output", d.OutputSchema); err != nil {
+		if _, err := objectSchema(t.Name, "output", t.OutputSchema); err != nil {
 			return nil, err
 		}
-		out = append(out, tool{def: d, schema: rs})
+		out = append(out, tool{Tool: t, schema: rs})
 	}
 	return out, nil
 }
@@ -477,18 +498,13 @@ func (h *Handler) server(r *http.Request) *sdk.Server {
 	if s := h.servers[doc]; s != nil {
 		return s
 	}
-	tools, err := h.tools()
-	if err != nil {
-		h.opts.Logger.Error("mcp tools", "err", err)
-		return nil
+	so := &sdk.ServerOptions{Logger: sdkLogger(h.opts.Logger).With("doc", doc)}
+	if h.opts.Instructions != nil {
+		so.Instructions = h.opts.Instructions(doc)
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "accord", Title: "Accord decisions", Version: "1"}, &sdk.ServerOptions{
-		Logger:       sdkLogger(h.opts.Logger).With("doc", doc),
-		Instructions: "You are the Planner of plan document " + doc + ". Call read_plan for its revision and block ids, open decisions beside your provisional prose, and call await_answers to receive the answers people save. A tool refused as stale means the plan moved: read it again.",
-	})
-	call := planner.Call{Doc: doc}
-	for _, t := range tools {
-		s.AddTool(&sdk.Tool{Name: t.def.Name, Description: t.def.Description, InputSchema: t.def.InputSchema, OutputSchema: t.def.OutputSchema}, h.handle(call, t))
+	s := sdk.NewServer(&sdk.Implementation{Name: "accord", Title: "Accord decisions", Version: "1"}, so)
+	for _, t := range h.tools {
+		s.AddTool(&sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}, h.handle(doc, t))
 	}
 	h.servers[doc] = s
 	return s
@@ -506,24 +522,26 @@ func toolError(reason question.Reason, msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}}
 }
 
-// handle runs one tool call: the input is validated against the tool's
-// schema, then decoded strictly by the tool itself. Every failure is a
-// tool error the agent can read and correct; a panic is one too.
-func (h *Handler) handle(call planner.Call, t tool) sdk.ToolHandler {
+// handle runs one tool call on doc: the input is validated against the
+// tool's schema, then decoded strictly by the tool itself. Every failure
+// is a tool error the agent can read and correct; a panic is one too.
+func (h *Handler) handle(doc string, t tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				h.opts.Logger.Error("mcp tool panicked", "tool", t.def.Name, "doc", call.Doc, "panic", p)
-				res, err = toolError(question.Unavailable, fmt.Sprintf("%s failed inside the server", t.def.Name)), nil
+				h.opts.Logger.Error("mcp tool panicked", "tool", t.Name, "doc", doc, "panic", p)
+				res, err = toolError(question.Unavailable, fmt.Sprintf("%s failed inside the server", t.Name)), nil
 			}
 		}()
-		// Close ends blocking calls (ask, await_answers) too, so a host
-		// shutting down is not held by them.
+		// Close ends running calls too, so a host shutting down is not
+		// held by them.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(h.ctx, cancel)()
-		if tok := req.Params.GetProgressToken(); tok != nil && h.opts.ProgressInterval > 0 && req.Session != nil {
-			defer h.progress(ctx, req.Session, tok, t.def.Name)()
+		if t.Long && h.opts.ProgressInterval > 0 && req.Session != nil {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				defer h.progress(ctx, req.Session, tok, t.Name)()
+			}
 		}
 		args := json.RawMessage(req.Params.Arguments)
 		if len(args) == 0 || string(args) == "null" {
@@ -534,18 +552,27 @@ func (h *Handler) handle(call planner.Call, t tool) sdk.ToolHandler {
 			return toolError(question.Invalid, "the arguments are not JSON: "+err.Error()), nil
 		}
 		if err := t.schema.Validate(v); err != nil {
-			return toolError(question.Invalid, "the arguments do not fit the schema of "+t.def.Name+": "+err.Error()), nil
+			return toolError(question.Invalid, "the arguments do not fit the schema of "+t.Name+": "+err.Error()), nil
 		}
-		out, err := t.def.Handle(ctx, call, args)
+		if t.Holds {
+			h.touch(doc, 1)
+			if h.opts.OnAwait != nil {
+				h.opts.OnAwait(doc)
+			}
+			defer h.touch(doc, -1)
+		}
+		out, err := t.Call(ctx, doc, args)
 		if err != nil {
 			var r *question.Refusal
 			switch {
 			case errors.As(err, &r):
 				return toolError(r.Reason, r.Message), nil
+			case h.ctx.Err() != nil:
+				return toolError(question.Unavailable, "the server is shutting down; call again"), nil
 			case ctx.Err() != nil:
 				return toolError(question.Unavailable, "the call was cancelled"), nil
 			}
-			h.opts.Logger.Warn("mcp tool failed", "tool", t.def.Name, "doc", call.Doc, "err", err)
+			h.opts.Logger.Warn("mcp tool failed", "tool", t.Name, "doc", doc, "err", err)
 			return toolError(question.Unavailable, err.Error()), nil
 		}
 		raw, err := json.Marshal(out)
@@ -555,8 +582,8 @@ func (h *Handler) handle(call planner.Call, t tool) sdk.ToolHandler {
 		if len(raw) == 0 || raw[0] != '{' {
 			// Structured content must be an object; a tool that returns
 			// anything else is a bug in the host, not the agent's input.
-			h.opts.Logger.Error("mcp tool result is not a JSON object", "tool", t.def.Name, "doc", call.Doc)
-			return toolError(question.Unavailable, t.def.Name+" returned a result that is not a JSON object"), nil
+			h.opts.Logger.Error("mcp tool result is not a JSON object", "tool", t.Name, "doc", doc)
+			return toolError(question.Unavailable, t.Name+" returned a result that is not a JSON object"), nil
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
 	}
@@ -595,113 +622,3 @@ func (h *Handler) progress(ctx context.Context, ss *sdk.ServerSession, tok any, 
 		<-done
 	}
 }
-
-// AwaitInput is the input of await_answers.
-type AwaitInput struct {
-	// Done is the id of the turn the agent finished; that turn ends first.
-	Done string `json:"done,omitempty"`
-	// WaitSeconds bounds the wait; 0 waits until a turn comes or the call
-	// is cancelled. On timeout the result has no turn.
-	WaitSeconds int `json:"wait_seconds,omitempty"`
-}
-
-// Awaited is what await_answers returns.
-type Awaited struct {
-	// Turn is the next turn; nil when the wait timed out.
-	Turn *TurnOut `json:"turn"`
-	// Pending counts the turns waiting, this one included.
-	Pending int `json:"pending"`
-}
-
-// TurnOut is a turn as the agent reads it.
-type TurnOut struct {
-	ID      string               `json:"id"`
-	Notice  string               `json:"notice"`
-	Prompt  string               `json:"prompt"`
-	Answers []planner.TurnAnswer `json:"answers"`
-}
-
-const maxWait = 3600
-
-func (h *Handler) await(ctx context.Context, call planner.Call, raw json.RawMessage) (any, error) {
-	var in AwaitInput
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return nil, &question.Refusal{Reason: question.Invalid, Message: "the input does not fit await_answers: " + err.Error()}
-	}
-	if in.WaitSeconds < 0 || in.WaitSeconds > maxWait {
-		return nil, &question.Refusal{Reason: question.Invalid, Message: fmt.Sprintf("wait_seconds is 0 to %d", maxWait)}
-	}
-	if in.Done != "" {
-		// Finishing a turn twice (a lost reply to the call that finished
-		// it) is harmless: the second does nothing.
-		h.opts.Turns.Finish(call.Doc, in.Done)
-	}
-	if in.WaitSeconds > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(in.WaitSeconds)*time.Second)
-		defer cancel()
-	}
-	waiting := false
-	defer func() {
-		if waiting {
-			h.touch(call.Doc, -1)
-		} else {
-			h.touch(call.Doc, 0)
-		}
-	}()
-	for {
-		changed := h.opts.Turns.Changed(call.Doc) // before reading, so no accept slips between
-		if p := h.opts.Turns.Pending(call.Doc); len(p) > 0 {
-			t := p[0]
-			return Awaited{Turn: &TurnOut{ID: t.ID, Notice: t.Notice, Prompt: t.Prompt, Answers: t.Answers}, Pending: len(p)}, nil
-		}
-		if !waiting {
-			waiting = true
-			h.touch(call.Doc, 1)
-			if h.opts.OnAwait != nil {
-				h.opts.OnAwait(call.Doc)
-			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && in.WaitSeconds > 0 {
-				return Awaited{}, nil
-			}
-			return nil, ctx.Err()
-		case <-h.ctx.Done():
-			return nil, &question.Refusal{Reason: question.Unavailable, Message: "the server is shutting down; call again"}
-		}
-	}
-}
-
-// awaitOutput is the schema of Awaited.
-var awaitOutput = `{
-  "type": "object",
-  "properties": {
-    "turn": {
-      "type": ["object", "null"],
-      "properties": {
-        "id": {"type": "string", "description": "pass it back as done once you acted on the turn"},
-        "notice": {"type": "string"},
-        "prompt": {"type": "string"},
-        "answers": {"type": "array", "items": ` + planner.TurnAnswerSchema + `}
-      },
-      "required": ["id", "notice", "prompt", "answers"],
-      "description": "the next turn; null when wait_seconds passed without one"
-    },
-    "pending": {"type": "integer", "minimum": 0, "description": "the turns waiting, this one included"}
-  },
-  "required": ["turn", "pending"]
-}`
-
-const awaitSchema = `{
-  "type": "object",
-  "properties": {
-    "done": {"type": "string", "maxLength": 200, "description": "the id of the turn you finished; until you pass it, the same turn comes back"},
-    "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 3600, "description": "give up after this long (0: wait until a turn comes)"}
-  },
-  "additionalProperties": false
-}`

@@ -1,24 +1,24 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/crdt"
-	"github.com/accord-crdt/accord/persist/memstore"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -27,67 +27,235 @@ const (
 	token = "s3cret-token"
 )
 
-var ana = question.Member{Login: "ana", Write: true}
+// queue is the work of the transport's own tools: items put on a
+// document's queue, which take and next hand out one at a time.
+type queue struct {
+	mu      sync.Mutex
+	items   map[string][]string
+	changed map[string]chan struct{}
+	waiting map[string]int // take calls waiting, by document
+}
 
-// rig is a host with one document, a driver delivering turns quickly, and
-// the MCP handler on a real HTTP listener.
+func newQueue() *queue {
+	return &queue{items: map[string][]string{}, changed: map[string]chan struct{}{}, waiting: map[string]int{}}
+}
+
+// waiters counts the take calls waiting for doc's next item.
+func (q *queue) waiters(d string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting[d]
+}
+
+// put adds an item to doc's queue.
+func (q *queue) put(d, item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items[d] = append(q.items[d], item)
+	if c := q.changed[d]; c != nil {
+		close(c)
+		delete(q.changed, d)
+	}
+}
+
+// take returns the oldest item of doc's queue, waiting for one until ctx
+// ends.
+func (q *queue) take(ctx context.Context, d string) (string, error) {
+	for {
+		q.mu.Lock()
+		if len(q.items[d]) > 0 {
+			item := q.items[d][0]
+			q.items[d] = q.items[d][1:]
+			q.mu.Unlock()
+			return item, nil
+		}
+		c := q.changed[d]
+		if c == nil {
+			c = make(chan struct{})
+			q.changed[d] = c
+		}
+		q.waiting[d]++
+		q.mu.Unlock()
+		var err error
+		select {
+		case <-c:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		q.mu.Lock()
+		q.waiting[d]--
+		q.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// decode decodes a tool's arguments strictly, as a tool does.
+func decode(args json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &question.Refusal{Reason: question.Invalid, Message: "the input does not fit: " + err.Error()}
+	}
+	return nil
+}
+
+// echoed is what echo returns.
+type echoed struct {
+	Doc  string `json:"doc"`
+	Text string `json:"text"`
+	N    int    `json:"n"`
+}
+
+// taken is what take and next return: an item, or none when next's
+// wait_seconds passed.
+type taken struct {
+	Item *string `json:"item"`
+}
+
+const (
+	echoInput  = `{"type":"object","properties":{"text":{"type":"string","minLength":1},"n":{"type":"integer","minimum":0}},"required":["text"],"additionalProperties":false}`
+	echoOutput = `{"type":"object","properties":{"doc":{"type":"string"},"text":{"type":"string"},"n":{"type":"integer"}},"required":["doc","text","n"]}`
+	nextInput  = `{"type":"object","properties":{"wait_seconds":{"type":"integer","minimum":0,"maximum":60}},"additionalProperties":false}`
+	takenOut   = `{"type":"object","properties":{"item":{"type":["string","null"]}},"required":["item"]}`
+	anyInput   = `{"type":"object"}`
+	okOutput   = `{"type":"object","properties":{"ok":{"type":"boolean"}}}`
+)
+
+// tools are the transport's own tools: echo answers at once with the
+// document and its input; take (Long) waits for the next item of the
+// document's queue; next (Long, Holds) does too, or returns none after
+// wait_seconds, as the Planner's await_answers does.
+func tools(q *queue) []mcp.Tool {
+	return []mcp.Tool{
+		{
+			Name: "echo", Description: "Echo the text and the document.",
+			InputSchema: json.RawMessage(echoInput), OutputSchema: json.RawMessage(echoOutput),
+			Call: func(ctx context.Context, d string, args json.RawMessage) (any, error) {
+				var in struct {
+					Text string `json:"text"`
+					N    int    `json:"n"`
+				}
+				if err := decode(args, &in); err != nil {
+					return nil, err
+				}
+				return echoed{Doc: d, Text: in.Text, N: in.N}, nil
+			},
+		},
+		{
+			Name: "take", Description: "Wait for the next item of the document.", Long: true,
+			InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(takenOut),
+			Call: func(ctx context.Context, d string, _ json.RawMessage) (any, error) {
+				item, err := q.take(ctx, d)
+				if err != nil {
+					return nil, err
+				}
+				return taken{Item: &item}, nil
+			},
+		},
+		{
+			Name: "next", Description: "Take the document's work: wait for its next item.", Long: true, Holds: true,
+			InputSchema: json.RawMessage(nextInput), OutputSchema: json.RawMessage(takenOut),
+			Call: func(ctx context.Context, d string, args json.RawMessage) (any, error) {
+				var in struct {
+					WaitSeconds int `json:"wait_seconds"`
+				}
+				if err := decode(args, &in); err != nil {
+					return nil, err
+				}
+				if in.WaitSeconds > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(in.WaitSeconds)*time.Second)
+					defer cancel()
+				}
+				item, err := q.take(ctx, d)
+				if errors.Is(err, context.DeadlineExceeded) && in.WaitSeconds > 0 {
+					return taken{}, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				return taken{Item: &item}, nil
+			},
+		},
+	}
+}
+
+// faulty are tools that go wrong each in a way of its own: refuse returns
+// the refusal its input names, fail a plain error, boom panics, list
+// returns an array instead of an object.
+func faulty() []mcp.Tool {
+	return []mcp.Tool{
+		{
+			Name: "refuse", Description: "Refuse as told.",
+			InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(okOutput),
+			Call: func(ctx context.Context, d string, args json.RawMessage) (any, error) {
+				var in struct {
+					Reason  question.Reason `json:"reason"`
+					Message string          `json:"message"`
+				}
+				if err := decode(args, &in); err != nil {
+					return nil, err
+				}
+				return nil, fmt.Errorf("wrapped: %w", &question.Refusal{Reason: in.Reason, Message: in.Message})
+			},
+		},
+		{
+			Name: "fail", Description: "Fail.",
+			InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(okOutput),
+			Call: func(context.Context, string, json.RawMessage) (any, error) {
+				return nil, errors.New("the disk is full")
+			},
+		},
+		{
+			Name: "boom", Description: "Panic.",
+			InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(okOutput),
+			Call: func(context.Context, string, json.RawMessage) (any, error) { panic("boom") },
+		},
+		{
+			Name: "list", Description: "Return an array.",
+			InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(okOutput),
+			Call: func(context.Context, string, json.RawMessage) (any, error) { return []string{"a"}, nil },
+		},
+	}
+}
+
+// rig is the transport on a real HTTP listener, serving the tools of
+// its own tests.
 type rig struct {
-	t     *testing.T
-	host  *memhost.Host
-	local *planner.Local
-	d     *planner.Driver
-	h     *mcp.Handler
-	srv   *httptest.Server
+	t      *testing.T
+	q      *queue
+	h      *mcp.Handler
+	srv    *httptest.Server
+	awaits atomic.Int32 // OnAwait calls for doc
 }
 
 // newRig starts the rig; each of adjust changes the handler's options.
 func newRig(t *testing.T, adjust ...func(*mcp.Options)) *rig {
 	t.Helper()
-	r := &rig{t: t, host: memhost.New()}
-	r.host.Docs.Set(doc,
-		planner.Block{ID: "title", Kind: planner.Title, Text: "Launch plan"},
-		planner.Block{ID: "h-onb", Kind: planner.Heading, Text: "Onboarding"},
-		planner.Block{ID: "p-onb", Kind: planner.Paragraph, Text: "People sign up."},
-	)
-	r.host.Members.Add(doc, ana)
-	r.host.Runtime.SetOwner(doc, "ana")
-	store := memstore.New()
-	n := 0
-	var mu sync.Mutex
-	r.local = planner.NewLocal(func(ctx context.Context, d string) (*question.Authority, error) {
-		return question.NewAuthority(ctx, question.Options{Store: store, Doc: d, NewID: func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			n++
-			return fmt.Sprintf("d%d", n)
-		}})
-	})
-	opts := planner.Options{Authorities: r.local, Quiet: 20 * time.Millisecond, Cap: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Retry: 20 * time.Millisecond}
-	r.host.Wire(&opts)
-	var err error
-	if r.d, err = planner.New(opts); err != nil {
-		t.Fatal(err)
+	r := &rig{t: t, q: newQueue()}
+	o := mcp.Options{
+		Tools: tools(r.q), Token: token,
+		Instructions: func(d string) string { return "You work on " + d + "." },
+		OnAwait: func(d string) {
+			if d == doc {
+				r.awaits.Add(1)
+			}
+		},
 	}
-	r.local.OnChange(r.d.Poke)
-	r.host.Runtime.OnChange(func(string) { r.d.PokeAll() })
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: r.local, Document: r.host.Docs, Editor: r.host.Docs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := mcp.Options{Tools: tools, Turns: r.host.Chat, Token: token, OnAwait: r.d.Poke}
 	for _, f := range adjust {
 		f(&o)
 	}
+	var err error
 	if r.h, err = mcp.NewHandler(o); err != nil {
 		t.Fatal(err)
 	}
 	r.srv = httptest.NewServer(r.h)
-	r.d.Watch(doc)
 	t.Cleanup(func() {
 		r.h.Close()
 		r.srv.CloseClientConnections()
 		r.srv.Close()
-		r.d.Close()
 	})
 	return r
 }
@@ -164,130 +332,65 @@ func ok(t *testing.T, cs *sdk.ClientSession, name string, args, out any) {
 	}
 }
 
-// save makes ana save a written answer, as a person does in the page.
-func (r *rig) save(id, answer string) {
-	r.t.Helper()
-	err := r.local.Do(context.Background(), doc, func(a *question.Authority) error {
-		rec, _ := a.Record(id)
-		saved, err := a.Save(id)
-		if err != nil {
-			return err
-		}
-		rep, err := crdt.Load(saved, nil, crdt.Options{})
-		if err != nil {
-			return err
-		}
-		h := rep.Heads()
-		if err := rep.SetText(rec.Definition.Questions[0].ID, answer); err != nil {
-			return err
-		}
-		ch, err := rep.ChangesSince(h)
-		if err != nil {
-			return err
-		}
-		if _, err := a.Edit(context.Background(), ana, id, ch); err != nil {
-			return err
-		}
-		_, heads, err := a.Draft(id)
-		if err != nil {
-			return err
-		}
-		out, err := a.Submit(context.Background(), ana, []question.SubmitRequest{{ID: id, Heads: heads}})
-		if err != nil {
-			return err
-		}
-		return out[0].Err
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *rig) open(t *testing.T, cs *sdk.ClientSession, key string) string {
+// refused calls a tool that must fail and returns its tool error.
+func refused(t *testing.T, cs *sdk.ClientSession, name string, args any) mcp.Refused {
 	t.Helper()
-	var out planner.OpenedDecisions
-	ok(t, cs, "open_decisions", map[string]any{"cards": []map[string]any{{
-		"revision": r.host.Docs.Revision(doc), "key": key, "blocks": []string{"p-onb"},
-		"question": "How should onboarding work?", "response": "text", "options": []any{},
-	}}}, &out)
-	if len(out.Decisions) != 1 {
-		t.Fatalf("opened %+v", out)
+	res, err := call(context.Background(), cs, name, args)
+	if err != nil {
+		t.Fatalf("%s: protocol error instead of a tool error: %v", name, err)
 	}
-	return out.Decisions[0].ID
+	var got mcp.Refused
+	if !res.IsError || json.Unmarshal([]byte(text(res)), &got) != nil {
+		t.Fatalf("%s: not a tool error: %s", name, text(res))
+	}
+	return got
 }
 
-// An agent lists the tools with their schemas and opens decisions over
-// MCP; they are in the authority and their cards in the document.
-func TestMCPAgentOpensDecisions(t *testing.T) {
+// An agent lists the tools with their descriptions and schemas, reads
+// the session's instructions, and calls a tool, which acts on the
+// session's document; an agent without the token is turned away.
+func TestMCPAgentListsAndCallsTools(t *testing.T) {
 	r := newRig(t)
 	cs := r.mustAgent()
-	ctx := context.Background()
-	list, err := cs.ListTools(ctx, nil)
+	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
-		if tl.InputSchema == nil || tl.Description == "" {
+		if tl.InputSchema == nil || tl.OutputSchema == nil || tl.Description == "" {
 			t.Fatalf("tool %s has no schema or description", tl.Name)
 		}
 	}
 	slices.Sort(names)
-	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "read_plan", "suggest_choice", "update_document"}
-	if !slices.Equal(names, want) {
+	if want := []string{"echo", "next", "take"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
-	id := r.open(t, cs, "onboarding")
-	var single planner.Opened
-	ok(t, cs, "open_decision", map[string]any{"revision": r.host.Docs.Revision(doc), "key": "owner", "question": "Who owns onboarding?", "block": "h-onb"}, &single)
-	again := r.open(t, cs, "onboarding")
-	if again != id {
-		t.Fatalf("a retried key made a second card: %s, %s", id, again)
+	if got := cs.InitializeResult().Instructions; got != "You work on "+doc+"." {
+		t.Fatalf("instructions = %q", got)
 	}
-	err = r.local.Do(ctx, doc, func(a *question.Authority) error {
-		recs := a.Records()
-		if len(recs) != 2 || recs[0].ID != id || recs[0].Origin != question.FromPlanner || recs[1].ID != single.ID {
-			return fmt.Errorf("records = %+v", recs)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	var out echoed
+	ok(t, cs, "echo", map[string]any{"text": "hello", "n": 2}, &out)
+	if out != (echoed{Doc: doc, Text: "hello", N: 2}) {
+		t.Fatalf("echo = %+v", out)
 	}
-	cards := 0
-	for _, b := range r.host.Docs.Blocks(doc) {
-		if b.Kind == planner.Card {
-			cards++
-		}
-	}
-	if cards != 2 {
-		t.Fatalf("%d cards in the document", cards)
-	}
-	// An agent without the token is turned away.
 	if _, err := r.agent("wrong"); err == nil {
 		t.Fatal("a client with a wrong token connected")
 	}
 }
 
-func awaitTurn(t *testing.T, cs *sdk.ClientSession, args map[string]any) mcp.Awaited {
-	t.Helper()
-	var out mcp.Awaited
-	ok(t, cs, "await_answers", args, &out)
-	return out
-}
-
-// A save reaches the agent's await_answers exactly once: the turn comes
-// under its claim id; until the agent passes it back as done every call
-// returns it again; afterwards no second turn comes.
-func TestMCPAwaitAnswersExactlyOnce(t *testing.T) {
+// A Holds call waits for the document's work: the agent holds it while
+// the call waits (Awaiting), OnAwait runs as it starts, and the item put
+// on the queue returns once; a call with wait_seconds returns none when
+// nothing came.
+func TestMCPHoldingCallGetsTheWork(t *testing.T) {
 	r := newRig(t)
 	cs := r.mustAgent()
-	id := r.open(t, cs, "onboarding")
-	got := make(chan mcp.Awaited, 1)
+	got := make(chan taken, 1)
 	go func() {
-		var out mcp.Awaited
-		res, err := call(context.Background(), cs, "await_answers", map[string]any{})
+		var out taken
+		res, err := call(context.Background(), cs, "next", map[string]any{})
 		if err == nil && !res.IsError {
 			err = json.Unmarshal([]byte(text(res)), &out)
 		} else if err == nil {
@@ -298,226 +401,153 @@ func TestMCPAwaitAnswersExactlyOnce(t *testing.T) {
 		}
 		got <- out
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !r.h.Awaiting(doc) {
-		if time.Now().After(deadline) {
-			t.Fatal("await_answers never waited")
-		}
-		time.Sleep(time.Millisecond)
+	testutil.Eventually(t, "next to wait", func() bool { return r.h.Awaiting(doc) })
+	if n := r.awaits.Load(); n != 1 {
+		t.Fatalf("OnAwait ran %d times", n)
 	}
-	r.save(id, "Invite links")
-	var first mcp.Awaited
+	r.q.put(doc, "turn-1")
 	select {
-	case first = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the save never reached await_answers")
-	}
-	if first.Turn == nil || len(first.Turn.Answers) != 1 || first.Turn.Answers[0].Decision != id || first.Turn.Answers[0].Questions[0].Answer != "Invite links" {
-		t.Fatalf("turn = %+v", first.Turn)
-	}
-	turns := r.host.Chat.Turns(doc)
-	if len(turns) != 1 || turns[0].ID != first.Turn.ID || !strings.Contains(first.Turn.Notice, "@ana answered") {
-		t.Fatalf("Chat accepted %+v; the agent got %s", turns, first.Turn.ID)
-	}
-	// Not finished: the same turn again.
-	if again := awaitTurn(t, cs, map[string]any{}); again.Turn == nil || again.Turn.ID != first.Turn.ID {
-		t.Fatalf("second call = %+v", again.Turn)
-	}
-	// Finished: nothing more.
-	if next := awaitTurn(t, cs, map[string]any{"done": first.Turn.ID, "wait_seconds": 1}); next.Turn != nil {
-		t.Fatalf("a second turn came: %+v", next.Turn)
-	}
-	if n := len(r.host.Chat.Turns(doc)); n != 1 || r.host.Chat.Running(doc) != 0 {
-		t.Fatalf("%d turns, %d running", n, r.host.Chat.Running(doc))
-	}
-	if rows := r.rows(); len(rows) != 0 {
-		t.Fatalf("rows left: %+v", rows)
-	}
-}
-
-func (r *rig) rows() []question.AnswerRow {
-	var rows []question.AnswerRow
-	_ = r.local.Do(context.Background(), doc, func(a *question.Authority) error { rows = a.AnswerRows(); return nil })
-	return rows
-}
-
-// The agent's connection drops right after the answers were claimed (and,
-// in the second case, right after Chat accepted the turn): its next call,
-// on a fresh connection, gets the same turn under the same id, and no
-// second turn is ever made.
-func TestMCPAwaitAnswersAfterADrop(t *testing.T) {
-	for _, at := range []string{"after the claim", "after the accept"} {
-		t.Run(at, func(t *testing.T) {
-			r := newRig(t)
-			first, err := r.agent(token)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := r.open(t, first, "onboarding")
-			ctx, drop := context.WithCancel(context.Background())
-			hook := func(string, planner.Turn) error {
-				drop()
-				go first.Close() // the connection goes away
-				return nil
-			}
-			if at == "after the claim" {
-				r.host.Chat.SetBeforeAccept(hook)
-			} else {
-				r.host.Chat.SetAfterAccept(hook)
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := call(ctx, first, "await_answers", map[string]any{})
-				done <- err
-			}()
-			deadline := time.Now().Add(5 * time.Second)
-			for !r.h.Awaiting(doc) {
-				if time.Now().After(deadline) {
-					t.Fatal("await_answers never waited")
-				}
-				time.Sleep(time.Millisecond)
-			}
-			r.save(id, "Invite links")
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the dropped call never returned")
-			}
-			// The abandoned call stopped waiting on the server too.
-			eventually(t, "the dropped call to stop waiting", func() bool { return !r.h.Awaiting(doc) })
-			r.host.Chat.SetBeforeAccept(nil)
-			r.host.Chat.SetAfterAccept(nil)
-			eventually(t, "the turn to be accepted", func() bool { return len(r.host.Chat.Turns(doc)) == 1 })
-			claimed := r.host.Chat.Turns(doc)[0].ID
-
-			second := r.mustAgent()
-			for range 2 {
-				got := awaitTurn(t, second, map[string]any{"wait_seconds": 5})
-				if got.Turn == nil || got.Turn.ID != claimed || len(got.Turn.Answers) != 1 || got.Turn.Answers[0].Decision != id {
-					t.Fatalf("after the drop: %+v, want turn %s", got.Turn, claimed)
-				}
-			}
-			if next := awaitTurn(t, second, map[string]any{"done": claimed, "wait_seconds": 1}); next.Turn != nil {
-				t.Fatalf("a second turn came: %+v", next.Turn)
-			}
-			if n := len(r.host.Chat.Turns(doc)); n != 1 {
-				t.Fatalf("%d turns for one save", n)
-			}
-			if rows := r.rows(); len(rows) != 0 {
-				t.Fatalf("rows left: %+v", rows)
-			}
-		})
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	case out := <-got:
+		if out.Item == nil || *out.Item != "turn-1" {
+			t.Fatalf("next = %+v", out)
 		}
-		time.Sleep(2 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the item never reached next")
+	}
+	testutil.Eventually(t, "next to stop waiting", func() bool { return !r.h.Awaiting(doc) })
+	var none taken
+	ok(t, cs, "next", map[string]any{"wait_seconds": 1}, &none)
+	if none.Item != nil {
+		t.Fatalf("a second item came: %s", *none.Item)
 	}
 }
 
-// Bad tool input gets a tool error naming the field, never a protocol
-// error or a crash, and changes nothing.
-func TestMCPBadInputIsAToolError(t *testing.T) {
+// The agent's connection drops while its Holds call waits: the call
+// returns at once on the server too, its tool's context cancelled, and
+// takes nothing; the next call, on a fresh connection, gets the work.
+func TestMCPDroppedCallStopsWaiting(t *testing.T) {
 	r := newRig(t)
+	first, err := r.agent(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, drop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(ctx, first, "next", map[string]any{})
+		done <- err
+	}()
+	testutil.Eventually(t, "next to wait", func() bool { return r.h.Awaiting(doc) })
+	drop()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dropped call never returned")
+	}
+	testutil.Eventually(t, "the dropped call to stop waiting", func() bool { return !r.h.Awaiting(doc) })
+	first.Close()
+	r.q.put(doc, "turn-1")
+	second := r.mustAgent()
+	var out taken
+	ok(t, second, "next", map[string]any{"wait_seconds": 5}, &out)
+	if out.Item == nil || *out.Item != "turn-1" {
+		t.Fatalf("after the drop: %+v", out)
+	}
+}
+
+// Bad tool input, and a tool that refuses, fails, panics or returns what
+// is not an object, each get a tool error naming what was wrong, never a
+// protocol error or a crash; the server still serves afterwards.
+func TestMCPBadInputIsAToolError(t *testing.T) {
+	r := newRig(t, func(o *mcp.Options) { o.Tools = append(o.Tools, faulty()...) })
 	cs := r.mustAgent()
-	rev := r.host.Docs.Revision(doc)
 	for _, c := range []struct {
 		tool   string
 		args   any
 		reason question.Reason
 		names  string
 	}{
-		{"open_decision", map[string]any{"revision": rev, "key": "k", "question": 5}, question.Invalid, "question"},
-		{"open_decision", map[string]any{"revision": rev, "question": "Who?"}, question.Invalid, "key"},
-		{"open_decision", map[string]any{"revision": rev, "key": "k", "question": "Who?", "colour": "red"}, question.Invalid, "colour"},
-		{"open_decisions", map[string]any{"cards": []any{}}, question.Invalid, "cards"},
-		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": rev, "key": "k", "blocks": []string{"nope"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Invalid, "block nope"},
-		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": rev, "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []map[string]any{{"label": "x"}}}}}, question.Invalid, "options"},
-		// Revisions the plan never had are stale; blocks it does not hold
-		// are invalid, named, and never stood in for.
-		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": "r0", "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Stale, `"r0"`},
-		{"open_decisions", map[string]any{"cards": []map[string]any{{"revision": "whatever", "key": "k", "blocks": []string{"p-onb"}, "question": "Q?", "response": "text", "options": []any{}}}}, question.Stale, `"whatever"`},
-		{"open_decision", map[string]any{"revision": "whatever", "key": "k", "question": "Who?"}, question.Stale, `"whatever"`},
-		{"open_decision", map[string]any{"revision": "r0", "key": "k", "question": "Who?", "block": "h-onb"}, question.Stale, `"r0"`},
-		{"open_decision", map[string]any{"revision": rev, "key": "k", "question": "Who?", "block": "b3"}, question.Invalid, "block b3"},
-		{"anchor_plan", map[string]any{"revision": "whatever", "decisions": []string{"d1"}, "blocks": []string{"p-onb"}}, question.Stale, `"whatever"`},
-		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"d1"}, "blocks": []string{"b3"}}, question.Invalid, "block b3"},
-		{"edit_plan", map[string]any{"revision": "r0", "edits": []map[string]any{{"op": "edit", "block": "p-onb", "text": "x"}}}, question.Stale, `"r0"`},
-		{"edit_plan", map[string]any{"revision": rev, "edits": []map[string]any{{"op": "insert", "after": "b3", "kind": "paragraph", "text": "x"}}}, question.Invalid, "b3"},
-		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"d1"}, "blocks": []string{}}, question.Invalid, "blocks"},
-		{"anchor_plan", map[string]any{"revision": rev, "decisions": []string{"nope"}, "blocks": []string{"p-onb"}}, question.NotFound, "nope"},
-		{"suggest_choice", map[string]any{"decision": "nope", "options": []string{"o"}}, question.NotFound, "nope"},
-		{"edit_plan", map[string]any{"revision": rev, "edits": []map[string]any{{"op": "nope"}}}, question.Invalid, "op"},
-		{"edit_plan", map[string]any{"revision": rev, "edits": []map[string]any{{"op": "delete", "block": "gone"}}}, question.Invalid, "edits[0].block"},
-		{"update_document", map[string]any{"blocks": []map[string]any{{"kind": "paragraph", "text": "x", "id": "gone"}}}, question.Invalid, "blocks[0].id"},
-		{"await_answers", map[string]any{"wait_seconds": -1}, question.Invalid, "wait_seconds"},
-		{"ask", map[string]any{"question": "Q?"}, question.Invalid, "options"},
+		{"echo", map[string]any{"text": 5}, question.Invalid, "text"},
+		{"echo", map[string]any{}, question.Invalid, "text"},
+		{"echo", map[string]any{"text": "x", "colour": "red"}, question.Invalid, "colour"},
+		{"echo", map[string]any{"text": "x", "n": -1}, question.Invalid, "n"},
+		{"next", map[string]any{"wait_seconds": -1}, question.Invalid, "wait_seconds"},
+		{"refuse", map[string]any{"reason": "stale", "message": `revision "r0" is not one the plan had`}, question.Stale, `"r0"`},
+		{"refuse", map[string]any{"reason": "not_found", "message": "no decision nope"}, question.NotFound, "nope"},
+		{"refuse", map[string]any{"colour": "red"}, question.Invalid, "colour"},
+		{"fail", map[string]any{}, question.Unavailable, "the disk is full"},
+		{"boom", map[string]any{}, question.Unavailable, "boom failed inside the server"},
+		{"list", map[string]any{}, question.Unavailable, "list returned a result that is not a JSON object"},
 	} {
 		t.Run(c.tool+" "+c.names, func(t *testing.T) {
-			res, err := call(context.Background(), cs, c.tool, c.args)
-			if err != nil {
-				t.Fatalf("protocol error instead of a tool error: %v", err)
-			}
-			var got mcp.Refused
-			if !res.IsError || json.Unmarshal([]byte(text(res)), &got) != nil {
-				t.Fatalf("not a tool error: %s", text(res))
-			}
+			got := refused(t, cs, c.tool, c.args)
 			t.Log(got.Message)
 			if got.Reason != c.reason || !strings.Contains(got.Message, c.names) {
 				t.Fatalf("got %+v, want %s naming %q", got, c.reason, c.names)
 			}
 		})
 	}
-	var recs []question.Record
-	_ = r.local.Do(context.Background(), doc, func(a *question.Authority) error { recs = a.Records(); return nil })
-	if len(recs) != 0 || r.host.Docs.Revision(doc) != rev {
-		t.Fatalf("bad input changed something: %d records, revision %s", len(recs), r.host.Docs.Revision(doc))
-	}
-	// The server still serves.
-	r.open(t, cs, "after")
+	ok(t, cs, "echo", map[string]any{"text": "still here"}, nil)
 }
 
-// Closing the handler (a host shutting down) ends blocking calls at once
-// with a tool error; the decision ask opened stays.
+// Closing the handler (a host shutting down) ends the calls that wait at
+// once, each with a tool error saying so.
 func TestMCPCloseEndsBlockingCalls(t *testing.T) {
 	r := newRig(t)
 	cs := r.mustAgent()
 	done := make(chan *sdk.CallToolResult, 2)
-	for _, c := range []struct {
-		name string
-		args any
-	}{
-		{"ask", map[string]any{"key": "run", "question": "Start a new run?", "options": []map[string]any{{"label": "Yes"}, {"label": "No"}}}},
-		{"await_answers", map[string]any{}},
-	} {
+	for _, name := range []string{"take", "next"} {
 		go func() {
-			res, err := call(context.Background(), cs, c.name, c.args)
+			res, err := call(context.Background(), cs, name, map[string]any{})
 			if err != nil {
 				t.Error(err)
 			}
 			done <- res
 		}()
 	}
-	eventually(t, "both calls to block", func() bool {
-		var asked bool
-		_ = r.local.Do(context.Background(), doc, func(a *question.Authority) error { asked = len(a.Records()) == 1; return nil })
-		return asked && r.h.Awaiting(doc)
-	})
+	testutil.Eventually(t, "both calls to wait", func() bool { return r.q.waiters(doc) == 2 })
 	r.h.Close()
 	for range 2 {
 		select {
 		case res := <-done:
-			if res == nil || !res.IsError {
-				t.Fatalf("a blocking call ended without a tool error: %+v", res)
+			if res == nil || !res.IsError || !strings.Contains(text(res), "shutting down") {
+				t.Fatalf("a blocking call ended without saying the server shuts down: %+v", res)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("Close did not end a blocking call")
 		}
 	}
+}
+
+// NewHandler refuses tools an agent could not be served: none, a tool
+// without a name or a call, a name served twice, schemas that are not of
+// objects or not schemas at all.
+func TestNewHandlerRefusesBadTools(t *testing.T) {
+	good := tools(newQueue())[0]
+	with := func(f func(*mcp.Tool)) []mcp.Tool {
+		c := good
+		f(&c)
+		return []mcp.Tool{c}
+	}
+	for name, ts := range map[string][]mcp.Tool{
+		"no tools":                     nil,
+		"no name":                      with(func(t *mcp.Tool) { t.Name = "" }),
+		"no call":                      with(func(t *mcp.Tool) { t.Call = nil }),
+		"served twice":                 {good, good},
+		"an input schema of a string":  with(func(t *mcp.Tool) { t.InputSchema = json.RawMessage(`{"type":"string"}`) }),
+		"an output schema of an array": with(func(t *mcp.Tool) { t.OutputSchema = json.RawMessage(`{"type":"array"}`) }),
+		"an input schema not JSON":     with(func(t *mcp.Tool) { t.InputSchema = json.RawMessage(`{`) }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if h, err := mcp.NewHandler(mcp.Options{Tools: ts}); err == nil {
+				h.Close()
+				t.Fatal("NewHandler took it")
+			}
+		})
+	}
+	h, err := mcp.NewHandler(mcp.Options{Tools: []mcp.Tool{good}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
 }

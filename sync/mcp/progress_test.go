@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -13,15 +14,27 @@ import (
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
-// A call that waits for people (await_answers, ask) and whose request
-// carries a progress token hears every ProgressInterval that it is still
-// running, with the progress rising: a client such as the TypeScript SDK
-// resets its 60-second request timeout on each (resetTimeoutOnProgress).
-// A request without a token hears nothing, a call that returns quickly
-// nothing either, and none comes after the call returned.
+// A call of a Long tool (the Planner's await_answers and ask) whose
+// request carries a progress token hears every ProgressInterval that it
+// is still running, with the progress rising: a client such as the
+// TypeScript SDK resets its 60-second request timeout on each
+// (resetTimeoutOnProgress). A request without a token hears nothing, a
+// call of a tool that is not Long nothing either, and none comes after
+// the call returned.
 func TestMCPLongCallsSendProgress(t *testing.T) {
 	const interval = 100 * time.Millisecond
-	r := newRig(t, func(o *mcp.Options) { o.ProgressInterval = interval })
+	slow := mcp.Tool{
+		Name: "slow", Description: "Take a while, without waiting for anyone.",
+		InputSchema: json.RawMessage(anyInput), OutputSchema: json.RawMessage(okOutput),
+		Call: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+			time.Sleep(5 * interval)
+			return map[string]bool{"ok": true}, nil
+		},
+	}
+	r := newRig(t, func(o *mcp.Options) {
+		o.ProgressInterval = interval
+		o.Tools = append(o.Tools, slow)
+	})
 	var mu sync.Mutex
 	var heard []*sdk.ProgressNotificationParams
 	since := func(n int) []*sdk.ProgressNotificationParams {
@@ -41,19 +54,19 @@ func TestMCPLongCallsSendProgress(t *testing.T) {
 	}
 	t.Cleanup(func() { cs.Close() })
 
-	ask := map[string]any{"key": "run", "question": "Start a new run?", "options": []map[string]any{{"label": "Yes"}, {"label": "No"}}}
 	for _, tc := range []struct {
 		name  string
 		tool  string
 		args  any
 		token any           // the request's progress token; nil: none
-		limit time.Duration // how long the client lets the call run (ask waits for a person)
+		limit time.Duration // how long the client lets the call run (take waits for an item)
 		least int           // progress notifications at least; 0: none
 	}{
-		{"await_answers with a token", "await_answers", map[string]any{"wait_seconds": 1}, "await-1", 10 * time.Second, 3},
-		{"ask with a token", "ask", ask, "ask-1", time.Second, 3},
-		{"await_answers without a token", "await_answers", map[string]any{"wait_seconds": 1}, nil, 10 * time.Second, 0},
-		{"a quick call", "read_plan", map[string]any{}, "read-1", 10 * time.Second, 0},
+		{"next with a token", "next", map[string]any{"wait_seconds": 1}, "next-1", 10 * time.Second, 3},
+		{"take with a token", "take", map[string]any{}, "take-1", time.Second, 3},
+		{"next without a token", "next", map[string]any{"wait_seconds": 1}, nil, 10 * time.Second, 0},
+		{"a quick call", "echo", map[string]any{"text": "x"}, "echo-1", 10 * time.Second, 0},
+		{"a slow call of a tool that is not Long", "slow", map[string]any{}, "slow-1", 10 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := len(since(0))
@@ -63,7 +76,7 @@ func TestMCPLongCallsSendProgress(t *testing.T) {
 			if tc.token != nil {
 				params.SetProgressToken(tc.token)
 			}
-			_, _ = cs.CallTool(ctx, params) // ask ends cancelled by the client
+			_, _ = cs.CallTool(ctx, params) // take ends cancelled by the client
 			// The client handles notifications apart from results: the
 			// last may be handled just after the result.
 			time.Sleep(2 * interval)

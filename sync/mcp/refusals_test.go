@@ -15,8 +15,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
 
@@ -84,22 +82,17 @@ func atLeast(recs []logRecord, level slog.Level) []logRecord {
 // Over real HTTP every refusal says what was wrong in words of its own: a
 // missing bearer token, a token that is not valid, a token limited to
 // other documents, a document the host does not hold (a mistyped ?doc=,
-// which would otherwise read as an empty plan at r0), no document at all.
+// which would otherwise be served as an empty document), no document at
+// all.
 // The words reach an agent on the Go SDK as its connect error, and a raw
 // request as a JSON-RPC error. A token that is not valid, and one used
 // beyond its documents, leave one warning in the log naming the document;
 // the others leave none.
 func TestRefusalsSayWhy(t *testing.T) {
-	host := memhost.New()
-	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "Plan one."})
-	host.Docs.Set("plan-2", planner.Block{ID: "p2", Kind: planner.Paragraph, Text: "Plan two."})
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := newCapture()
-	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Token: "main", Tokens: map[string][]string{"plan-1-only": {"plan-1"}},
-		Exists: host.Docs.Has, Logger: slog.New(logs)})
+	held := func(d string) bool { return d == "plan-1" || d == "plan-2" }
+	h, err := mcp.NewHandler(mcp.Options{Tools: tools(newQueue()), Token: "main", Tokens: map[string][]string{"plan-1-only": {"plan-1"}},
+		Exists: held, Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,16 +152,16 @@ func TestRefusalsSayWhy(t *testing.T) {
 }
 
 // A session whose document the host no longer holds is refused with the
-// same words, rather than served an empty plan.
+// same words, rather than served as an empty document.
 func TestMCPDocumentGoneIsRefused(t *testing.T) {
 	var gone atomic.Bool
 	r := newRig(t, func(o *mcp.Options) { o.Exists = func(d string) bool { return d == doc && !gone.Load() } })
 	cs := r.mustAgent()
-	ok(t, cs, "read_plan", map[string]any{}, nil)
+	ok(t, cs, "echo", map[string]any{"text": "x"}, nil)
 	gone.Store(true)
-	res, err := call(context.Background(), cs, "read_plan", map[string]any{})
+	res, err := call(context.Background(), cs, "echo", map[string]any{"text": "x"})
 	if err == nil || !strings.Contains(err.Error(), `there is no document "plan-1" here`) {
-		t.Fatalf("read_plan of a gone document: %v %+v", err, res)
+		t.Fatalf("a call on a gone document: %v %+v", err, res)
 	}
 }
 
@@ -179,7 +172,7 @@ func TestMCPSessionsQuietInTheLog(t *testing.T) {
 	logs := newCapture()
 	r := newRig(t, func(o *mcp.Options) { o.Logger = slog.New(logs) })
 	cs := r.mustAgent()
-	ok(t, cs, "read_plan", map[string]any{}, nil)
+	ok(t, cs, "echo", map[string]any{"text": "x"}, nil)
 	cs.Close()
 	recs := logs.take()
 	if loud := atLeast(recs, slog.LevelInfo); len(loud) != 0 {

@@ -11,10 +11,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/sync/mcp"
 )
 
 // outputSchemas lists the tools and resolves each one's declared output
@@ -81,103 +77,30 @@ func TestMCPResultsAreObjectsMatchingTheirSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	result := func(ctx context.Context, name string, args, out any) {
+	result := func(name string, args, out any) {
 		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		res, err := call(ctx, cs, name, args)
 		check(name, res, err, out)
 	}
-	bg := context.Background()
 
-	var plan planner.ReadPlanResult
-	result(bg, "read_plan", map[string]any{}, &plan)
-	if plan.Revision != r.host.Docs.Revision(doc) || len(plan.Blocks) != 3 || plan.Blocks[2].ID != "p-onb" {
-		t.Fatalf("read_plan = %+v", plan)
+	var echo echoed
+	result("echo", map[string]any{"text": "hello"}, &echo)
+	if echo.Doc != doc || echo.Text != "hello" {
+		t.Fatalf("echo = %+v", echo)
 	}
-	var opened planner.OpenedDecisions
-	result(bg, "open_decisions", map[string]any{"cards": []map[string]any{
-		{"revision": plan.Revision, "key": "written", "blocks": []string{"p-onb"}, "question": "How should onboarding work?", "response": "text", "options": []any{}},
-		{"revision": plan.Revision, "key": "choice", "blocks": []string{"p-onb"}, "question": "Which sign-up?", "options": []map[string]any{{"label": "Email"}, {"label": "SSO"}}},
-	}}, &opened)
-	if len(opened.Decisions) != 2 {
-		t.Fatalf("open_decisions = %+v", opened)
+	r.q.put(doc, "one")
+	r.q.put(doc, "two")
+	var took, next, none taken
+	result("take", map[string]any{}, &took)
+	result("next", map[string]any{}, &next)
+	if took.Item == nil || *took.Item != "one" || next.Item == nil || *next.Item != "two" {
+		t.Fatalf("take = %+v, next = %+v", took, next)
 	}
-	written, choice := opened.Decisions[0].ID, opened.Decisions[1].ID
-	var single planner.Opened
-	result(bg, "open_decision", map[string]any{"revision": plan.Revision, "key": "owner", "question": "Who owns onboarding?", "block": "h-onb"}, &single)
-	if single.Link != "h-onb" {
-		t.Fatalf("open_decision = %+v", single)
-	}
-	var option string
-	_ = r.local.Do(bg, doc, func(a *question.Authority) error {
-		rec, _ := a.Record(choice)
-		option = rec.Definition.Questions[0].Options[0].ID
-		return nil
-	})
-	var suggested planner.Suggested
-	result(bg, "suggest_choice", map[string]any{"decision": choice, "options": []string{option}}, &suggested)
-
-	result(bg, "read_plan", map[string]any{}, &plan)
-	var edited planner.EditPlanResult
-	result(bg, "edit_plan", map[string]any{"revision": plan.Revision, "edits": []map[string]any{{"op": "insert", "after": "p-onb", "kind": "paragraph", "text": "Invites come by email."}}}, &edited)
-	var anchored planner.Anchored
-	result(bg, "anchor_plan", map[string]any{"revision": edited.Revision, "decisions": []string{written}, "blocks": []string{"p-onb", edited.Inserted[0]}}, &anchored)
-	if len(anchored.Decisions) != 2 { // the choice shares the written card's scope
-		t.Fatalf("anchor_plan = %+v", anchored)
-	}
-
-	// ask blocks until ana saves its card; that answer goes to the ask.
-	type answer struct {
-		res *sdk.CallToolResult
-		err error
-	}
-	asked := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		res, err := call(ctx, cs, "ask", map[string]any{"key": "region", "question": "Which region?", "response": "text", "options": []any{}})
-		asked <- answer{res, err}
-	}()
-	var askID string
-	eventually(t, "the ask to wait", func() bool {
-		var waiting bool
-		_ = r.local.Do(bg, doc, func(a *question.Authority) error {
-			askID, waiting = a.Lookup("planner:ask:region")
-			waiting = waiting && a.Awaited(askID)
-			return nil
-		})
-		return waiting
-	})
-	r.save(askID, "eu-west")
-	select {
-	case got := <-asked:
-		var a planner.Asked
-		check("ask", got.res, got.err, &a)
-		if a.Status != "answered" || a.Answer == nil || a.Answer.Questions[0].Answer != "eu-west" {
-			t.Fatalf("ask = %+v", a)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ask never returned")
-	}
-
-	// await_answers with a turn, then without one.
-	r.save(written, "Invite links")
-	var turn mcp.Awaited
-	result(bg, "await_answers", map[string]any{}, &turn)
-	if turn.Turn == nil || turn.Turn.Answers[0].Decision != written {
-		t.Fatalf("await_answers = %+v", turn)
-	}
-	var none mcp.Awaited
-	result(bg, "await_answers", map[string]any{"done": turn.Turn.ID, "wait_seconds": 1}, &none)
-	if none.Turn != nil {
-		t.Fatalf("await_answers after done = %+v", none)
-	}
-
-	var rewrite planner.UpdateDocumentResult
-	result(bg, "update_document", map[string]any{"blocks": []map[string]any{
-		{"id": "title", "kind": "title", "text": "Launch plan"}, {"kind": "heading", "text": "Sign-up"}, {"kind": "paragraph", "text": "People sign up with a link."},
-	}}, &rewrite)
-	if len(rewrite.Relinked) == 0 {
-		t.Fatalf("update_document = %+v", rewrite)
+	result("next", map[string]any{"wait_seconds": 1}, &none) // the item is null
+	if none.Item != nil {
+		t.Fatalf("next after the queue ran out = %+v", none)
 	}
 
 	if names := slices.Sorted(maps.Keys(schemas)); !slices.Equal(names, slices.Sorted(maps.Keys(called))) {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,24 +12,27 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/accord-crdt/accord/persist/memstore"
-	"github.com/accord-crdt/accord/question"
-	"github.com/accord-crdt/accord/question/planner"
-	"github.com/accord-crdt/accord/question/planner/memhost"
 	"github.com/accord-crdt/accord/sync/mcp"
 )
+
+// readTool serves each document's text from texts.
+func readTool(texts map[string]string) mcp.Tool {
+	return mcp.Tool{
+		Name: "read", Description: "Read the document.",
+		InputSchema:  json.RawMessage(`{"type":"object","additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		Call: func(_ context.Context, d string, _ json.RawMessage) (any, error) {
+			return map[string]string{"text": texts[d]}, nil
+		},
+	}
+}
 
 // TestTokensLimitedToDocuments checks the bearer tokens: a missing or
 // unknown token is refused with 401, a token limited to documents is
 // refused with 403 on any other, and the main token and an unlimited one
 // reach every document.
 func TestTokensLimitedToDocuments(t *testing.T) {
-	host := memhost.New()
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: host.Docs, Editor: host.Docs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Token: "main", Tokens: map[string][]string{
+	h, err := mcp.NewHandler(mcp.Options{Tools: tools(newQueue()), Token: "main", Tokens: map[string][]string{
 		"plan-1-only": {"plan-1"},
 		"any":         nil,
 	}})
@@ -66,18 +70,9 @@ func TestTokensLimitedToDocuments(t *testing.T) {
 // one, the main token), by POST, GET or DELETE, is refused and serves
 // nothing of plan-2, and the session goes on working for tok-two.
 func TestSessionBoundToItsToken(t *testing.T) {
-	host := memhost.New()
-	host.Docs.Set("plan-1", planner.Block{ID: "p1", Kind: planner.Paragraph, Text: "Plan one's paragraph."})
-	host.Docs.Set("plan-2", planner.Block{ID: "p2", Kind: planner.Paragraph, Text: "Plan two's secret paragraph."})
-	store := memstore.New()
-	local := planner.NewLocal(func(ctx context.Context, doc string) (*question.Authority, error) {
-		return question.NewAuthority(ctx, question.Options{Store: store, Doc: doc})
-	})
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: local, Document: host.Docs, Editor: host.Docs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := mcp.NewHandler(mcp.Options{Tools: tools, Token: "main", Tokens: map[string][]string{
+	const secret = "Plan two's secret paragraph."
+	read := readTool(map[string]string{"plan-1": "Plan one's paragraph.", "plan-2": secret})
+	h, err := mcp.NewHandler(mcp.Options{Tools: []mcp.Tool{read}, Token: "main", Tokens: map[string][]string{
 		"tok-one": {"plan-1"},
 		"tok-two": {"plan-2"},
 		"tok-any": nil,
@@ -102,7 +97,6 @@ func TestSessionBoundToItsToken(t *testing.T) {
 	}
 	defer cs.Close()
 	session := cs.ID()
-	const secret = "Plan two's secret paragraph."
 
 	// send makes one request on the session as tok would, and returns
 	// its status and body.
@@ -110,7 +104,7 @@ func TestSessionBoundToItsToken(t *testing.T) {
 		t.Helper()
 		var body io.Reader
 		if method == http.MethodPost {
-			body = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_plan","arguments":{}}}`)
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{}}}`)
 		}
 		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+"/mcp?doc="+doc, body)
 		req.Header.Set("Content-Type", "application/json")
@@ -153,20 +147,16 @@ func TestSessionBoundToItsToken(t *testing.T) {
 		}
 	}
 	// The refused DELETEs did not end the session.
-	var plan planner.ReadPlanResult
-	ok(t, cs, "read_plan", map[string]any{}, &plan)
-	if len(plan.Blocks) != 1 || plan.Blocks[0].Text != secret {
-		t.Fatalf("tok-two's session after the refusals reads %+v", plan.Blocks)
+	var got struct{ Text string }
+	ok(t, cs, "read", map[string]any{}, &got)
+	if got.Text != secret {
+		t.Fatalf("tok-two's session after the refusals reads %q", got.Text)
 	}
 }
 
 // TestTokensWithSpacesRefused: a token that cannot travel as one word of
 // an Authorization header fails the host at start, never an agent later.
 func TestTokensWithSpacesRefused(t *testing.T) {
-	tools, err := planner.NewTools(planner.ToolsOptions{Authorities: planner.NewLocal(nil), Document: memhost.New().Docs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name string
 		opts mcp.Options
@@ -177,7 +167,7 @@ func TestTokensWithSpacesRefused(t *testing.T) {
 		{"a tab in Tokens", mcp.Options{Tokens: map[string][]string{"s3\tcret": {"plan-1"}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Tools = tools
+			tc.opts.Tools = tools(newQueue())
 			h, err := mcp.NewHandler(tc.opts)
 			if (err == nil) != tc.ok {
 				t.Fatalf("NewHandler: %v, want ok %v", err, tc.ok)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/memstore"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/planner"
@@ -112,17 +113,6 @@ func (r *rig) finding(t *testing.T, id string) question.Finding {
 	return f
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -137,8 +127,8 @@ func TestAnEventSettlesAndNotifiesOnce(t *testing.T) {
 	ready := question.Work{Status: question.WorkReady, Title: "Costs", Summary: "Email is free."}
 	r.host.set("plan", "r1", ready)
 	r.w.Changed("plan", question.FindingResearch, "r1", ready)
-	eventually(t, "the finding is ready", func() bool { return r.finding(t, f.ID).Status == question.FindingReady })
-	eventually(t, "its notice is posted", func() bool { return len(r.chat.Notices("plan")) == 1 })
+	testutil.Eventually(t, "the finding is ready", func() bool { return r.finding(t, f.ID).Status == question.FindingReady })
+	testutil.Eventually(t, "its notice is posted", func() bool { return len(r.chat.Notices("plan")) == 1 })
 	// More events and sweeps post nothing more.
 	r.w.Changed("plan", question.FindingResearch, "r1", ready)
 	r.w.Poke("plan")
@@ -167,11 +157,11 @@ func TestASweepSettlesWhatAMissedEventLeft(t *testing.T) {
 	delete(r.host.work, "plan/gone")
 	r.host.mu.Unlock()
 	r.w.Poke("plan") // the document (re)opens
-	eventually(t, "the sweep settled all three", func() bool {
+	testutil.Eventually(t, "the sweep settled all three", func() bool {
 		return r.finding(t, spike.ID).Status == question.FindingReady && r.finding(t, bad.ID).Status == question.FindingFailed &&
 			r.finding(t, gone.ID).Status == question.FindingStopped
 	})
-	eventually(t, "two notices", func() bool { return len(r.chat.Notices("plan")) == 2 })
+	testutil.Eventually(t, "two notices", func() bool { return len(r.chat.Notices("plan")) == 2 })
 	quiet := 0
 	for _, n := range r.chat.Notices("plan") {
 		if n.Quiet {
@@ -194,8 +184,8 @@ func TestAFailedSettleIsRetried(t *testing.T) {
 	ready := question.Work{Status: question.WorkReady}
 	r.host.set("plan", "r1", ready)
 	r.w.Changed("plan", question.FindingResearch, "r1", ready)
-	eventually(t, "the retried sweep settles it", func() bool { return r.finding(t, f.ID).Status == question.FindingReady })
-	eventually(t, "one notice", func() bool { return len(r.chat.Notices("plan")) == 1 })
+	testutil.Eventually(t, "the retried sweep settles it", func() bool { return r.finding(t, f.ID).Status == question.FindingReady })
+	testutil.Eventually(t, "one notice", func() bool { return len(r.chat.Notices("plan")) == 1 })
 }
 
 func TestAnAskPostsANoticeNamingThem(t *testing.T) {
@@ -205,7 +195,7 @@ func TestAnAskPostsANoticeNamingThem(t *testing.T) {
 		return err
 	}))
 	r.w.Poke("plan")
-	eventually(t, "the ask's notice", func() bool { return len(r.chat.Notices("plan")) == 1 })
+	testutil.Eventually(t, "the ask's notice", func() bool { return len(r.chat.Notices("plan")) == 1 })
 	if n := r.chat.Notices("plan")[0]; n.Text != "@ana asked @sam about “Which reset flow?”" {
 		t.Fatalf("notice %q", n.Text)
 	}
