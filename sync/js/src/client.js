@@ -51,6 +51,7 @@ import { knows, noteHeads, same, settle, union } from "./apply.js";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
 import * as Records from "./records.js";
+import * as Requests from "./requests.js";
 import { cellProvenance, display, normalizeRecord } from "./records.js";
 
 export { display, findingsOf, forward } from "./records.js";
@@ -429,52 +430,24 @@ export class Client {
   }
 
   /**
-   * Fails the requests awaiting a reply; with keep, all but an ask
-   * (question:explore naming a member), which are sent again once the
-   * next connection is welcomed: the server answers one that had already
-   * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
-   * request"), while a new ask could not be told from a resent one.
+   * Fails the requests awaiting a reply; with keep, only asks (the others are sent again on the next connection).
    * @private
    * @param {string} reason
    * @param {boolean} [keep]
    */
   failPending(reason, keep) {
-    for (const [rid, p] of this.pending) {
-      if (keep && !(p.m.kind === "question:explore" && p.m.member)) continue;
-      clearTimeout(p.timer);
-      this.pending.delete(rid);
-      p.resolve({ ok: false, reason, rid });
-    }
+    Requests.failPending(this, reason, keep);
   }
 
   /**
-   * Sends a request and waits for its reply, at most requestTimeout (never
-   * rejects: no connection when it is made, or a timeout, is a refusal
-   * with reason disconnected or timeout). A connection lost before the
-   * reply (or closing as it is made) does not end the wait: the request
-   * is sent again, unchanged, once the next one is welcomed (an ask
-   * fails, see failPending).
+   * Sends a request and waits for its reply (see Requests.request): never rejects.
    * @private
    * @param {string} kind
    * @param {Record<string, any>} fields
    * @returns {Promise<any>} the reply (open: each kind has fields of its own)
    */
   request(kind, fields) {
-    const rid = "r" + ++this.rid;
-    const m = { kind, rid, ...fields };
-    if (!this.welcomed || !this.ws) {
-      return Promise.resolve({ kind, rid, ok: false, reason: "disconnected" });
-    }
-    this.send(m);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(rid);
-        this.arriving.delete(rid);
-        resolve({ kind, rid, ok: false, reason: "timeout" });
-        this.notify();
-      }, this.requestTimeout);
-      this.pending.set(rid, { resolve, timer, m, resent: false, refusals: 0 });
-    });
+    return Requests.request(this, kind, fields);
   }
 
   // ---- frames from the server ----
@@ -583,35 +556,7 @@ export class Client {
 
   /** @param {any} m */
   reply(m) {
-    if (m.kind === "question:edit") return this.editReply(m);
-    if (m.ok) {
-      if (m.record) this.adoptRecord(m.record);
-      for (const r of m.records || []) this.adoptRecord(r);
-      for (const r of m.results || []) if (r.record) this.adoptRecord(r.record);
-      if (m.definition && m.id) this.adoptDefinition(m.id, m.definition);
-    }
-    const p = this.pending.get(m.rid);
-    if (!p) return;
-    // A resent request refused as unavailable applied nothing this time,
-    // which says nothing of its first send: in a cluster that one's write
-    // may land after the resend was decided. Sent again (paced like a
-    // redial), it is answered as it took effect.
-    if (p.resent && !m.ok && m.reason === "unavailable") {
-      setTimeout(() => this.pending.get(m.rid) === p && this.send(p.m), reconnectDelay(p.refusals++, this));
-      return;
-    }
-    this.pending.delete(m.rid);
-    // Ready when it resolves: a reply naming heads (a reopen's fresh
-    // draft, an appended option or criterion) resolves once the replica
-    // holds them, so the caller's next edit builds on its effect. The
-    // server sends the changes first, but they may arrive later.
-    const heads = m.ok && m.id && Array.isArray(m.heads) ? m.heads : [];
-    if (heads.length && !this.holdsHeads(m.id, heads)) {
-      this.arriving.set(m.rid, { id: m.id, heads, reply: m, p });
-      return;
-    }
-    clearTimeout(p.timer);
-    p.resolve(m);
+    Requests.reply(this, m);
   }
 
   /**
@@ -620,11 +565,7 @@ export class Client {
    * @param {string[]} heads
    */
   holdsHeads(id, heads) {
-    const d = this.decisions.get(id);
-    if (!d || !d.doc) return false;
-    // knows is cheap; holds walks the history, so it runs only when the
-    // reply's heads are not among those the replica has seen.
-    return knows(d, heads) || R.holds(d.doc, heads);
+    return Requests.holdsHeads(this, id, heads);
   }
 
   /**
@@ -635,12 +576,7 @@ export class Client {
    * @param {boolean} rebased
    */
   arrived(id, rebased) {
-    for (const [rid, a] of this.arriving) {
-      if (a.id !== id || (!rebased && !this.holdsHeads(id, a.heads))) continue;
-      this.arriving.delete(rid);
-      clearTimeout(a.p.timer);
-      a.p.resolve(a.reply);
-    }
+    Requests.arrived(this, id, rebased);
   }
 
   /**
@@ -895,12 +831,8 @@ export class Client {
    * @param {{key: string, origin?: string, definition: Definition}[]} cards
    * @returns {Promise<DecisionRecord[]>}
    */
-  async create(cards) {
-    const rep = await this.request("question:create", { cards });
-    if (!rep.ok) throw refusal(rep, "question:create");
-    const ids = (rep.records || []).map((/** @type {any} */ r) => r.id);
-    await this.until(() => ids.every((/** @type {string} */ id) => !!this.decisions.get(id)?.doc), this.requestTimeout, "the new decisions' documents");
-    return ids.map((/** @type {string} */ id) => /** @type {Decision} */ (this.decisions.get(id)).record);
+  create(cards) {
+    return Requests.create(this, cards);
   }
 
   /**
@@ -912,56 +844,12 @@ export class Client {
    * @param {string[]} ids
    * @returns {Promise<DecisionRecord[]>}
    */
-  async save(ids) {
-    const ds = /** @type {Decision[]} */ (ids.map((id) => this.decisions.get(id)).filter((d) => d && d.doc));
-    const closed = ds.find((d) => d.record.status !== "open");
-    if (ds.length < ids.length) throw new RefusedError("not_found", "no replica of this decision here", { kind: "question:submit", id: ids.find((id) => !this.decisions.get(id)?.doc) });
-    if (closed) throw new RefusedError("resolved", `the decision is ${closed.record.status}`, { kind: "question:submit", id: closed.id });
-    if (ds.length === 0) return [];
-    const mark = (/** @type {Note} */ note) => ds.forEach((d) => (d.note = note));
-    if (!this.write && this.welcomedOnce) {
-      mark({ text: READER, tone: "error", at: Date.now() });
-      this.notify();
-      throw new RefusedError("forbidden", "this member only reads", { kind: "question:submit" });
-    }
-    ds.forEach((d) => (d.busy = "saving"));
-    this.notify();
-    try {
-      if (!(await this.idle(ds.map((d) => d.id), 8000))) {
-        mark({ text: this.welcomed ? "Your last edits are still on their way to the server — try again in a moment." : OFFLINE, tone: "error", at: Date.now() });
-        throw new RefusedError(this.welcomed ? "timeout" : "disconnected", "edits are still on their way", { kind: "question:submit" });
-      }
-      const items = ds.map((d) => ({ id: d.id, heads: R.heads(d.doc) }));
-      const rep = await this.request("question:submit", { items });
-      if (!rep.ok) {
-        mark({ text: refusalText("question:submit", rep.reason, rep.message), tone: "error", at: Date.now() });
-        throw refusal(rep, "question:submit");
-      }
-      /** @type {RefusedError|null} */
-      let first = null;
-      for (const res of rep.results || []) {
-        const d = this.decisions.get(res.id);
-        if (!d) continue;
-        if (res.ok) {
-          d.edited = false;
-          d.note = { text: "Saved.", tone: "ok", at: Date.now() };
-        } else {
-          first ??= new RefusedError(/** @type {any} */ (res.reason || "unknown"), res.message, { kind: "question:submit", id: res.id, reply: rep });
-          d.note = { text: refusalText("question:submit", res.reason, res.message), tone: "error", at: Date.now() };
-        }
-      }
-      if (first) throw first;
-      return ds.map((d) => d.record);
-    } finally {
-      ds.forEach((d) => (d.busy = ""));
-      this.notify();
-    }
+  save(ids) {
+    return Requests.save(this, ids);
   }
 
   /**
-   * Runs a request about one decision, showing its outcome as the
-   * decision's note. Resolves with the reply, or rejects with a
-   * RefusedError.
+   * Runs a request about one decision, its outcome shown as the decision's note.
    * @param {string} id
    * @param {string} kind
    * @param {Record<string, any>} fields
@@ -969,49 +857,17 @@ export class Client {
    * @param {string} okText
    * @returns {Promise<Reply>}
    */
-  async act(id, kind, fields, busy, okText) {
-    // Findings requests are the server's to judge: an asked member who
-    // only reads may still give their take.
-    const findings = FINDINGS.has(kind);
-    const d = this.decisions.get(id) || (findings ? /** @type {Decision} */ (/** @type {any} */ ({})) : null);
-    if (!d) throw new RefusedError("not_found", "no such decision here", { kind, id });
-    if (!findings && !this.write && this.welcomedOnce) {
-      d.note = { text: READER, tone: "error", at: Date.now() };
-      this.notify();
-      throw new RefusedError("forbidden", "this member only reads", { kind, id });
-    }
-    d.busy = busy;
-    this.notify();
-    // A reopen or a why acts on the saved answer shown (its generation):
-    // a decision shown open has none. Sent without one, it would act on
-    // an answer saved meanwhile, and, sent again after a lost reply, be
-    // refused though it took effect.
-    const rep = "generation" in fields && d.record.status === "open"
-      ? { ok: false, reason: "not_settled" }
-      : await this.request(kind, { id, ...fields });
-    d.busy = "";
-    const text = findings ? findingRefusal : refusalText;
-    d.note = rep.ok
-      ? okText ? { text: okText, tone: "ok", at: Date.now() } : null
-      : { text: text(kind, rep.reason, rep.message), tone: "error", at: Date.now() };
-    this.notify();
-    if (!rep.ok) throw refusal(rep, kind, id);
-    return rep;
+  act(id, kind, fields, busy, okText) {
+    return Requests.act(this, id, kind, fields, busy, okText);
   }
 
   /**
-   * The generation of the saved answer the client shows for a decision;
-   * undefined (not sent) unless it shows it settled. A reopen or a why
-   * names the answer it acts on, so that the server tells one sent again
-   * after a lost reply from a new one, and refuses one whose answer was
-   * reopened and saved over since as stale; of a decision shown open, it
-   * is refused (not_settled) without asking the server (see act).
+   * The generation of the saved answer the client shows for a decision; undefined unless it shows it settled.
    * @param {string} id
    * @returns {number|undefined}
    */
   savedGeneration(id) {
-    const r = this.decisions.get(id)?.record;
-    return r?.status === "settled" && r.generation || undefined;
+    return Requests.savedGeneration(this, id);
   }
 
   /**
@@ -1021,18 +877,17 @@ export class Client {
    * @param {string} id
    * @returns {Promise<DecisionRecord>}
    */
-  async reopen(id) {
-    await this.act(id, "question:reopen", { generation: this.savedGeneration(id) }, "reopening", "Reopened: the saved answer stays in the history while you draft the next one.");
-    return /** @type {Decision} */ (this.decisions.get(id)).record;
+  reopen(id) {
+    return Requests.reopen(this, id);
   }
 
   /**
+   * Discards the decision; its history is kept.
    * @param {string} id
    * @returns {Promise<DecisionRecord>}
    */
-  async discard(id) {
-    await this.act(id, "question:discard", {}, "discarding", "Discarded. Its history is kept.");
-    return /** @type {Decision} */ (this.decisions.get(id)).record;
+  discard(id) {
+    return Requests.discard(this, id);
   }
 
   /**
@@ -1042,9 +897,8 @@ export class Client {
    * @param {string} text
    * @returns {Promise<DecisionRecord>}
    */
-  async why(id, text) {
-    await this.act(id, "question:why", { text, generation: this.savedGeneration(id) }, "why", text ? "Why saved." : "Why cleared.");
-    return /** @type {Decision} */ (this.decisions.get(id)).record;
+  why(id, text) {
+    return Requests.why(this, id, text);
   }
 
   /**
@@ -1057,21 +911,8 @@ export class Client {
    * @param {string} label
    * @returns {Promise<Item>} the new option or criterion
    */
-  async append(what, id, qid, label) {
-    const slot = `${what}\u0000${id}\u0000${qid}\u0000${label.toLowerCase()}`;
-    let key = this.appendKeys.get(slot);
-    if (!key) {
-      key = "web-" + R.newActor().slice(0, 20);
-      this.appendKeys.set(slot, key);
-    }
-    try {
-      const rep = await this.act(id, "question:" + what, { question: qid, key, label }, "append-" + what, "");
-      this.appendKeys.delete(slot);
-      return rep[what] || { id: "", label };
-    } catch (e) {
-      if (!(e instanceof RefusedError) || (e.reason !== "disconnected" && e.reason !== "timeout")) this.appendKeys.delete(slot);
-      throw e;
-    }
+  append(what, id, qid, label) {
+    return Requests.append(this, what, id, qid, label);
   }
 
   /**
@@ -1203,10 +1044,8 @@ export class Client {
    * @param {string} id
    * @returns {Promise<CellProvenance[]>}
    */
-  async provenance(id) {
-    const rep = await this.request("question:provenance", { id });
-    if (!rep.ok) throw refusal(rep, "question:provenance", id);
-    return (Array.isArray(rep.provenance) ? rep.provenance : []).map(cellProvenance);
+  provenance(id) {
+    return Requests.provenance(this, id);
   }
 
   /**
@@ -1231,6 +1070,4 @@ export class Client {
 }
 
 
-
-const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
 

@@ -301,23 +301,14 @@ export class Client {
     /** @param {any} m */
     send(m: any): boolean;
     /**
-     * Fails the requests awaiting a reply; with keep, all but an ask
-     * (question:explore naming a member), which are sent again once the
-     * next connection is welcomed: the server answers one that had already
-     * taken effect as it did (docs/PROTOCOL.md, "Outcomes of a resent
-     * request"), while a new ask could not be told from a resent one.
+     * Fails the requests awaiting a reply; with keep, only asks (the others are sent again on the next connection).
      * @private
      * @param {string} reason
      * @param {boolean} [keep]
      */
     private failPending;
     /**
-     * Sends a request and waits for its reply, at most requestTimeout (never
-     * rejects: no connection when it is made, or a timeout, is a refusal
-     * with reason disconnected or timeout). A connection lost before the
-     * reply (or closing as it is made) does not end the wait: the request
-     * is sent again, unchanged, once the next one is welcomed (an ask
-     * fails, see failPending).
+     * Sends a request and waits for its reply (see Requests.request): never rejects.
      * @private
      * @param {string} kind
      * @param {Record<string, any>} fields
@@ -552,9 +543,7 @@ export class Client {
      */
     save(ids: string[]): Promise<DecisionRecord[]>;
     /**
-     * Runs a request about one decision, showing its outcome as the
-     * decision's note. Resolves with the reply, or rejects with a
-     * RefusedError.
+     * Runs a request about one decision, its outcome shown as the decision's note.
      * @param {string} id
      * @param {string} kind
      * @param {Record<string, any>} fields
@@ -564,12 +553,7 @@ export class Client {
      */
     act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<Reply>;
     /**
-     * The generation of the saved answer the client shows for a decision;
-     * undefined (not sent) unless it shows it settled. A reopen or a why
-     * names the answer it acts on, so that the server tells one sent again
-     * after a lost reply from a new one, and refuses one whose answer was
-     * reopened and saved over since as stale; of a decision shown open, it
-     * is refused (not_settled) without asking the server (see act).
+     * The generation of the saved answer the client shows for a decision; undefined unless it shows it settled.
      * @param {string} id
      * @returns {number|undefined}
      */
@@ -583,6 +567,7 @@ export class Client {
      */
     reopen(id: string): Promise<DecisionRecord>;
     /**
+     * Discards the decision; its history is kept.
      * @param {string} id
      * @returns {Promise<DecisionRecord>}
      */
