@@ -121,20 +121,7 @@ func newApp(store persist.Store, log *slog.Logger, demo demoOptions) (*app, erro
 			}
 			return question.Member{}, server.ErrUnauthorized
 		},
-		Committed: func(doc string, decisions []string) {
-			if a.driver != nil {
-				a.driver.Poke(doc)
-			}
-			a.feed.notify(doc) // a decision's status changes what owes a review
-			if a.hasDecidedLines(doc) {
-				a.background.Go(func() { a.unwriteReopened(doc, decisions) })
-			}
-		},
-		Research:        a.research,
-		KnownMember:     a.knownMember,
-		FindingsChanged: a.findingsChanged,
-		Opened:          a.opened,
-		EnsureChannel:   a.ensurePage,
+		Host: appHost{a: a},
 	}
 	if demo.NoLimits {
 		opts.FrameRate, opts.ByteRate, opts.MaxMemberConnections = -1, -1, -1

@@ -20,10 +20,10 @@ const notesKey = "notes"
 var pageHost = question.Member{Login: "accord", Write: true}
 
 // ensurePage creates the child document of a decision's page with its
-// Notes (server.Options.EnsureChannel). It is idempotent: the key makes a
-// retry, or a second member's expand, return the same Notes. It runs on
-// the parent document's goroutine and waits on the child's, which never
-// waits on its parent.
+// Notes (appHost.EnsureChannel, server.Host). It is idempotent: the key
+// makes a retry, or a second member's expand, return the same Notes. It
+// runs on the parent document's goroutine and waits on the child's, which
+// never waits on its parent.
 func (a *app) ensurePage(ctx context.Context, doc, channel string) error {
 	return a.srv.Do(ctx, channel, func(auth *question.Authority) error {
 		_, err := auth.Create(ctx, pageHost, []question.CreateRequest{{

@@ -120,13 +120,13 @@ type job struct {
 	Work     question.Work `json:"work"`
 }
 
-// researchHost implements server.ResearchHost and research.Host. Its work
-// is kept in a JSON file in the data folder, rewritten on every change.
-// Each running job has a timer; Close stops them and waits for any that
-// is firing. Work whose time came while the server was down is ended when
-// the file is loaded, without an event: the event was missed, and the
-// research.Watcher's sweep, when a member opens the document, settles its
-// findings (R4).
+// researchHost implements research.Host, and the sync server's Work and
+// CancelWork (appHost). Its work is kept in a JSON file in the data
+// folder, rewritten on every change. Each running job has a timer; Close
+// stops them and waits for any that is firing. Work whose time came while
+// the server was down is ended when the file is loaded, without an event:
+// the event was missed, and the research.Watcher's sweep, when a member
+// opens the document, settles its findings (R4).
 type researchHost struct {
 	log               *slog.Logger
 	path              string
@@ -504,31 +504,13 @@ func (a *app) stopResearch() {
 	}
 }
 
-// findingsChanged and opened are the sync server's hooks (they run on a
-// document's goroutine and must not block).
-func (a *app) findingsChanged(doc string) {
+// pokeFindings wakes the research watcher and the persona desk for doc
+// (appHost.FindingsChanged, appHost.Opened); it never blocks.
+func (a *app) pokeFindings(doc string) {
 	if a.watcher != nil {
 		a.watcher.Poke(doc)
 	}
 	a.desk.poke(doc)
-}
-
-func (a *app) opened(doc, login string) {
-	if a.watcher != nil {
-		a.watcher.Poke(doc)
-	}
-	a.desk.poke(doc)
-}
-
-// knownMember reports whether login can be asked in doc: a demo member, or
-// a persona of the roster when personas are enabled.
-func (a *app) knownMember(doc, login string) bool {
-	for _, p := range personas {
-		if strings.EqualFold(p.Login, login) {
-			return true
-		}
-	}
-	return a.desk.persona(login) != nil
 }
 
 // workRequest is the body of POST /api/research and /api/investigations.

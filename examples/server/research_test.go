@@ -242,8 +242,9 @@ func TestResearchRoutes(t *testing.T) {
 		if got := strings.Join(logins, ","); got != want {
 			t.Errorf("personas %v: roster %s, want %s", personasOn, got, want)
 		}
-		if a.knownMember(demoDoc, "Demo:Lily") != personasOn || !a.knownMember(demoDoc, "BEN") || a.knownMember(demoDoc, "sam") {
-			t.Errorf("personas %v: knownMember wrong", personasOn)
+		h := appHost{a: a}
+		if h.KnownMember(demoDoc, "Demo:Lily") != personasOn || !h.KnownMember(demoDoc, "BEN") || h.KnownMember(demoDoc, "sam") {
+			t.Errorf("personas %v: KnownMember wrong", personasOn)
 		}
 		hs.Close()
 	}
@@ -272,7 +273,7 @@ func TestPersonaAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.findingsChanged(demoDoc) // what the sync server calls after a member's ask
+	appHost{a: a}.FindingsChanged(demoDoc) // what the sync server calls after a member's ask
 	eventually(t, "Omar's take", func() (bool, string) {
 		var fs []question.Finding
 		a.srv.Do(ctx, demoDoc, func(auth *question.Authority) error {
