@@ -111,3 +111,22 @@ func TestImportsPointDown(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannerStaysAProduct: the Planner integration (question/planner and
+// its packages) is a product on top of the library, not a part of it. No
+// package outside it imports it but the examples, which wire it to the
+// transports: sync/mcp serves tools of any kind, sync/cluster runs any
+// host work on the owner, and the hosts pass the Planner's in.
+func TestPlannerStaysAProduct(t *testing.T) {
+	const planner = module + "/question/planner"
+	for dir, ims := range imports(t) {
+		if under(dir, "question/planner") || under(dir, "examples") {
+			continue
+		}
+		for im := range ims {
+			if im == planner || strings.HasPrefix(im, planner+"/") {
+				t.Errorf("%s imports the Planner (%s); only the examples may", dir, im)
+			}
+		}
+	}
+}
