@@ -50,6 +50,7 @@ import * as Apply from "./apply.js";
 import { knows, noteHeads, same, settle, union } from "./apply.js";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
+import * as Reads from "./reads.js";
 import * as Records from "./records.js";
 import * as Requests from "./requests.js";
 import { cellProvenance, display, normalizeRecord } from "./records.js";
@@ -664,14 +665,7 @@ export class Client {
    * @param {Decision} d
    */
   draft(d) {
-    if (!d.doc) return null;
-    const key = A.getHeads(d.doc).join(",");
-    if (d.viewKey !== key) {
-      const st = R.readState(d.doc);
-      d.view = { generation: st.generation, questions: st.drafts[String(st.generation)] || {}, shapes: st.questions };
-      d.viewKey = key;
-    }
-    return d.view;
+    return Reads.draft(this, d);
   }
 
   /** @param {Decision} d */
@@ -699,20 +693,7 @@ export class Client {
    * @returns {DecisionState|null}
    */
   state(id) {
-    const d = this.decisions.get(id);
-    if (!d) return null;
-    const held = this.states.get(id);
-    if (held && held.version === this.version) return held.state;
-    const view = this.draft(d);
-    /** @type {DecisionState} */
-    const state = {
-      id, record: d.record, status: d.record.status, generation: view ? view.generation : 0, questions: view ? view.questions : {},
-      ready: !!d.doc, synced: d.synced, edited: d.edited, unsent: this.unsent(d), note: d.note, busy: d.busy,
-    };
-    const prev = held?.state;
-    const same = prev && Object.keys(state).every((k) => /** @type {any} */ (prev)[k] === /** @type {any} */ (state)[k]);
-    this.states.set(id, { version: this.version, state: same && prev ? prev : state });
-    return same && prev ? prev : state;
+    return Reads.state(this, id);
   }
 
   /**
@@ -723,12 +704,7 @@ export class Client {
    * @returns {() => void}
    */
   watch(id, fn) {
-    let last = this.state(id);
-    fn(last);
-    return this.subscribe(() => {
-      const next = this.state(id);
-      if (next !== last) fn((last = next));
-    });
+    return Reads.watch(this, id, fn);
   }
 
   /**
@@ -740,28 +716,7 @@ export class Client {
    * @returns {Promise<void>}
    */
   until(pred, ms, what) {
-    return new Promise((resolve, reject) => {
-      // pred may throw: the wait rejects with what it threw.
-      const done = () => {
-        try {
-          if (!pred()) return false;
-          resolve();
-        } catch (e) {
-          reject(e);
-        }
-        return true;
-      };
-      if (done()) return;
-      const off = this.subscribe(() => {
-        if (!done()) return;
-        clearTimeout(timer);
-        off();
-      });
-      const timer = setTimeout(() => {
-        off();
-        reject(new RefusedError("timeout", `${what} took longer than ${ms} ms`));
-      }, ms);
-    });
+    return Reads.until(this, pred, ms, what);
   }
 
   /**
@@ -774,14 +729,7 @@ export class Client {
    * @param {boolean} [unreachable] reject with unreachable too
    */
   ready(ms = this.requestTimeout, unreachable = false) {
-    return this.until(() => {
-      if (this.refused) throw this.refused;
-      if (unreachable && this.conn === "unreachable") throw new RefusedError("unreachable", this.note?.text);
-      return this.welcomed && this.order.every((id) => {
-      const d = this.decisions.get(id);
-        return !!d && !!d.doc && d.synced;
-      });
-    }, ms, "connecting");
+    return Reads.ready(this, ms, unreachable);
   }
 
   /**
@@ -791,12 +739,8 @@ export class Client {
    * @param {number} [ms]
    * @returns {Promise<DecisionState>}
    */
-  async open(id, ms = this.requestTimeout) {
-    if (this.restoring) await this.restoring;
-    await this.until(() => !!this.decisions.get(id)?.doc || (this.welcomed && !this.decisions.has(id)), ms, `opening ${id}`);
-    const d = this.decisions.get(id);
-    if (!d || !d.doc) throw new RefusedError("not_found", "this document has no such decision", { id });
-    return /** @type {DecisionState} */ (this.state(id));
+  open(id, ms = this.requestTimeout) {
+    return Reads.open(this, id, ms);
   }
 
   /**
