@@ -45,7 +45,8 @@ import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { RefusedError, StorageError, refusal } from "./errors.js";
 import * as Drafts from "./storage.js";
 import * as Edits from "./edits.js";
-import { Peers, PresenceOut, now, presenceState } from "./presence.js";
+import * as Presence from "./presence.js";
+import { Peers, PresenceOut, presenceState } from "./presence.js";
 import * as Apply from "./apply.js";
 import { knows, noteHeads, same, settle, union } from "./apply.js";
 import * as Connection from "./connection.js";
@@ -540,14 +541,7 @@ export class Client {
    * @param {any[]} cells
    */
   noticeOverwrites(id, cells) {
-    const me = this.member.toLowerCase();
-    if (!me || this.overwriteListeners.size === 0) return;
-    const mine = cells.filter((c) => c && String(c.wasBy || "").toLowerCase() === me && String(c.by || "").toLowerCase() !== me);
-    if (mine.length === 0) return;
-    const found = mine.map((c) => ({ id, by: String(c.by), cell: cellProvenance(c) }));
-    queueMicrotask(() => {
-      for (const o of found) for (const fn of this.overwriteListeners) fn(o);
-    });
+    Presence.noticeOverwrites(this, id, cells);
   }
 
   /** @param {any} m */
@@ -968,12 +962,7 @@ export class Client {
 
   /** Calls the onPresence listeners, once for the changes of this task. */
   presenceChanged() {
-    if (this.presenceQueued) return;
-    this.presenceQueued = true;
-    queueMicrotask(() => {
-      this.presenceQueued = false;
-      for (const fn of this.presenceListeners) fn();
-    });
+    Presence.presenceChanged(this);
   }
 
   /**

@@ -212,8 +212,8 @@ export class Client {
     waiting: any[] | null;
     incomingQueued: boolean;
     /** the presence this client publishes, and the others' */
-    presenceOut: PresenceOut;
-    peers: Peers;
+    presenceOut: Presence.PresenceOut;
+    peers: Presence.Peers;
     /** @type {Set<() => void>} */
     presenceListeners: Set<() => void>;
     presenceQueued: boolean;
@@ -947,8 +947,7 @@ export type Overwrite = {
 import * as Drafts from "./storage.js";
 import { StorageError } from "./errors.js";
 import { RefusedError } from "./errors.js";
-import { PresenceOut } from "./presence.js";
-import { Peers } from "./presence.js";
+import * as Presence from "./presence.js";
 import * as R from "./replica.js";
 export { display, findingsOf, forward } from "./records.js";
 export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connection.js";

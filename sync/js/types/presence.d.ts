@@ -9,6 +9,21 @@ export function presenceState(st: PresenceState): PresenceState;
 /** A monotonic clock in milliseconds. */
 export function now(): number;
 /**
+ * Calls the onPresence listeners, once for the changes of this task.
+ * @param {Client} c
+ */
+export function presenceChanged(c: Client): void;
+/**
+ * Reports each value this member had set that another member's
+ * accepted edit replaced, once: the cells travel only with changes as
+ * they are accepted, never with a catch-up.
+ * @param {Client} c
+ * @param {string} id
+ * @param {any[]} cells
+ */
+export function noticeOverwrites(c: Client, id: string, cells: any[]): void;
+/** @typedef {import("./client.js").Client} Client */
+/**
  * What a connection says about itself. Every field is optional; an empty
  * state says the member is in no decision.
  * @typedef {object} PresenceState
@@ -79,6 +94,7 @@ export class Peers {
      */
     view(id?: string): ReadonlyMap<string, Peer>;
 }
+export type Client = import("./client.js").Client;
 /**
  * What a connection says about itself. Every field is optional; an empty
  * state says the member is in no decision.
