@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accord-crdt/accord/examples/internal/signintest"
 	"github.com/accord-crdt/accord/internal/natstest"
 )
 
@@ -27,17 +28,8 @@ func TestClusterNodesShareTheirSecrets(t *testing.T) {
 	}
 	a := node("a", "")
 	b := node("b", "")
-	noRedirect := &http.Client{Transport: plainTransport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-	link := sessionsAt(a.addr).invite("http://"+b.addr, persona{Login: "ben", Name: "Ben", Write: true})
-	res, err := noRedirect.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Errorf("node a's sign-in link on node b: %d, want 303 (signed in)", res.StatusCode)
-	}
+	// Node a's sign-in link signs in on node b.
+	signintest.New(plainTransport).SignIn(t, sessionsAt(a.addr).invite("http://"+b.addr, persona{Login: "ben", Name: "Ben", Write: true}))
 
 	raw, err := os.ReadFile(filepath.Join(a.dir, "mcp.token"))
 	if err != nil {
@@ -56,12 +48,7 @@ func TestClusterNodesShareTheirSecrets(t *testing.T) {
 
 	t.Setenv("ACCORD_MCP_TOKEN", "not-the-clusters-token")
 	c := node("c", strings.Repeat("cd", 32))
-	res, err = noRedirect.Get(sessionsAt(c.addr).invite("http://"+c.addr, persona{Login: "ben", Name: "Ben", Write: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
+	if res := signintest.New(plainTransport).Open(t, sessionsAt(c.addr).invite("http://"+c.addr, persona{Login: "ben", Name: "Ben", Write: true})); res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a sign-in on a node whose key differs from the cluster's: %d, want 503", res.StatusCode)
 	}
 	if code := mcpPost(c, "not-the-clusters-token"); code != http.StatusServiceUnavailable {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/accord-crdt/accord/examples/internal/logbuf"
+	"github.com/accord-crdt/accord/examples/internal/signintest"
 )
 
 // TestRefusalsAreLoggedOnce: a refused sign-in link and a cross-site write
@@ -20,12 +20,9 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 	s := startServerLogging(t, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	waitHealthy(t, s)
 	keys := sessionsAt(s.addr)
+	browser := signintest.New(plainTransport)
 
-	res, err := http.Get(s.url("/signin?invite=" + keys.mint(claims{Kind: "invite", Member: "ben", Write: true, Exp: time.Now().Add(-time.Minute).Unix()})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	browser.Open(t, s.url("/signin?invite="+keys.mint(claims{Kind: "invite", Member: "ben", Write: true, Exp: time.Now().Add(-time.Minute).Unix()})))
 	if got := logged.Lines("sign-in link refused", "why=expired", "member=ben"); len(got) != 1 {
 		t.Errorf("an expired link logged %q, want one line naming Ben", got)
 	}
@@ -39,13 +36,7 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 	}
 
 	// Ana signs in, opens the plan's sync socket twice, and signs out.
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Transport: plainTransport}
-	res, err = browser.Get(keys.invite("http://"+s.addr, persona{Login: "ana", Name: "Ana", Write: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
+	browser.SignIn(t, keys.invite("http://"+s.addr, persona{Login: "ana", Name: "Ana", Write: true}))
 	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
 	defer cancel()
 	for range 2 {
@@ -57,7 +48,7 @@ func TestRefusalsAreLoggedOnce(t *testing.T) {
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/signout"), strings.NewReader("{}"))
 	req.Header.Set("Content-Type", "application/json")
-	res, err = browser.Do(req)
+	res, err := browser.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/accord-crdt/accord/examples/internal/signintest"
 	"github.com/accord-crdt/accord/sync/replica"
 )
 
@@ -219,8 +219,7 @@ func TestSignInLinks(t *testing.T) {
 	s := startServer(t, dir, "127.0.0.1:0")
 	waitHealthy(t, s)
 	keys := sessionsAt(s.addr)
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Transport: plainTransport}
+	browser := signintest.New(plainTransport)
 
 	invite := keys.invite("http://"+s.addr, persona{Login: "ben", Name: "Ben", Write: true})
 	for name, link := range map[string]string{
@@ -228,25 +227,14 @@ func TestSignInLinks(t *testing.T) {
 		"an expired link": s.url("/signin?invite=" + keys.mint(claims{Kind: "invite", Member: "ben", Write: true, Exp: time.Now().Add(-time.Second).Unix()})),
 		"a session token": s.url("/signin?invite=" + sessionToken(t, s.addr, "ben")),
 	} {
-		res, err := browser.Get(link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusUnauthorized {
+		if res := browser.Open(t, link); res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", name, res.StatusCode)
 		}
 	}
 
-	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	res, err := browser.Get(invite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	ck := res.Cookies()
-	if res.StatusCode != http.StatusSeeOther || len(ck) != 1 || ck[0].Name != sessionCookie || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteLaxMode {
-		t.Fatalf("the invite link answered %d with cookies %+v, want 303 and one HttpOnly SameSite=Lax session cookie", res.StatusCode, ck)
+	ck := browser.SignIn(t, invite)
+	if ck.Name != sessionCookie || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("the invite link set the cookie %+v, want the HttpOnly SameSite=Lax session cookie", ck)
 	}
 	who := func() string {
 		t.Helper()
@@ -269,8 +257,7 @@ func TestSignInLinks(t *testing.T) {
 	}
 
 	// A live connection of the session, as the page's socket.
-	u, _ := url.Parse(s.url("/"))
-	header := http.Header{"Cookie": {sessionCookie + "=" + jar.Cookies(u)[0].Value}}
+	header := http.Header{"Cookie": {sessionCookie + "=" + ck.Value}}
 	conn, _, err := websocket.DefaultDialer.Dial("ws://"+s.addr+"/sync?doc="+demoDoc, header)
 	if err != nil {
 		t.Fatalf("the session's socket: %v", err)
