@@ -20,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
@@ -124,7 +125,7 @@ func chatTexts(a *app) []string {
 
 func waitChat(t *testing.T, a *app, want string) {
 	t.Helper()
-	eventually(t, "Chat notice "+want, func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Chat notice "+want, func() (bool, string) {
 		got := chatTexts(a)
 		for _, s := range got {
 			if s == want {
@@ -181,7 +182,7 @@ func TestDemoStartNewRun(t *testing.T) {
 
 	// The ask is opened by its own goroutine: wait for its card.
 	var ask question.Record
-	eventually(t, "the demo's ask", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the demo's ask", func() (bool, string) {
 		for _, r := range c.Records() {
 			if r.Key == "planner:ask:"+askKey {
 				ask = r
@@ -199,7 +200,7 @@ func TestDemoStartNewRun(t *testing.T) {
 	// save goes through.
 	choose := func() {
 		t.Helper()
-		eventually(t, "saving "+startRunLabel, func() (bool, string) {
+		testutil.EventuallyWithin(t, waitTime, "saving "+startRunLabel, func() (bool, string) {
 			if err := c.Choose(ask.ID, q.ID, q.Options[0].ID, true); err != nil {
 				return false, err.Error()
 			}
@@ -212,7 +213,7 @@ func TestDemoStartNewRun(t *testing.T) {
 	}
 	choose()
 	waitChat(t, a, "Planner: starting run 2, as Ana chose.")
-	eventually(t, "the plan says run 2 started", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the plan says run 2 started", func() (bool, string) {
 		p := planText(a)
 		return strings.Contains(p, "run-2: Run 2 started: Ana chose to start a new run"), p
 	})
@@ -264,7 +265,7 @@ func recordOf(t *testing.T, a *app, id string) question.Record {
 
 func waitTurnFinished(t *testing.T, a *app) {
 	t.Helper()
-	eventually(t, "the turn to finish", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the turn to finish", func() (bool, string) {
 		n := a.host.Chat.Running(demoDoc)
 		return n == 0, fmt.Sprintf("%d running", n)
 	})

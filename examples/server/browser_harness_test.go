@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // waitTime bounds every wait of the browser tests. The waits poll, so a
@@ -60,21 +62,25 @@ func startServer(t *testing.T, dir, addr string) *testServer {
 	return startServerLogging(t, dir, addr, slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
+// listen listens on addr, waiting while it is in use: a test that
+// restarts a server on its address waits for the old one to let go.
+func listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	testutil.EventuallyWithin(t, waitTime, addr+" to be free", func() (bool, string) {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil && !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatalf("listen on %s: %v", addr, err)
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	return ln
+}
+
 // startServerLogging is startServer with the server's log going to log.
 func startServerLogging(t *testing.T, dir, addr string, log *slog.Logger) *testServer {
 	t.Helper()
-	var ln net.Listener
-	deadline := time.Now().Add(waitTime)
-	for {
-		var err error
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			t.Fatalf("listen on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ln := listen(t, addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{t: t, dir: dir, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 	prepareSessions(t, dir, "", s.addr)
@@ -548,23 +554,6 @@ func (b *browser) cells(id string, q pageQuestion) map[string]string {
 	m := map[string]string{}
 	b.eval("({"+strings.Join(parts, ", ")+"})", &m)
 	return m
-}
-
-// eventually polls check until it reports true, failing the test with its
-// last description after waitTime.
-func eventually(t *testing.T, what string, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTime)
-	for {
-		ok, desc := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s: %s", waitTime, what, desc)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // screenshot writes a PNG of the element with the data-testid (or the whole

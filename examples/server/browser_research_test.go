@@ -9,34 +9,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // startDemoServer starts the server on dir and addr with the demo's
 // research and personas configured by demo (its Dir is set to dir).
 func startDemoServer(t *testing.T, dir, addr string, demo demoOptions) *testServer {
 	t.Helper()
-	var ln net.Listener
-	deadline := time.Now().Add(waitTime)
-	for {
-		var err error
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			t.Fatalf("listen on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ln := listen(t, addr)
 	demo.Dir = dir
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{t: t, dir: dir, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
@@ -198,7 +186,7 @@ func TestBrowserResearchToPage(t *testing.T) {
 		t.Fatalf("findings after the research: %+v", fs)
 	}
 	f := fs[0]
-	eventually(t, "the Chat notice of the ready research", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the Chat notice of the ready research", func() (bool, string) {
 		texts := srv.chatTexts()
 		n := 0
 		for _, s := range texts {
@@ -285,7 +273,7 @@ func TestBrowserAskAndTake(t *testing.T) {
 	ana.click("ask-" + id + "-ben")
 	ana.waitText("waiting-"+id, "Waiting for Ben")
 	ben.waitText("waiting-"+id, "Waiting for you")
-	eventually(t, "the Chat notice naming Ben", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the Chat notice naming Ben", func() (bool, string) {
 		texts := srv.chatTexts()
 		for _, s := range texts {
 			if strings.Contains(s, "@ana asked @ben about “How should onboarding work?”") {
@@ -404,7 +392,7 @@ func TestBrowserStopAndInvestigate(t *testing.T) {
 		t.Fatalf("the failing research: %+v", fs[1])
 	}
 	ana.waitFor("the failure's quiet notice in Chat", `[...document.querySelectorAll('[data-testid^="chat-notice-"].quiet')].some((e) => e.textContent.includes("Research for “What should we tell existing users?” failed"))`)
-	eventually(t, "the failure's notice", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the failure's notice", func() (bool, string) {
 		texts := srv.chatTexts()
 		for _, s := range texts {
 			if strings.HasPrefix(s, "Research for “What should we tell existing users?” failed: The demo's research service turned this request down") {
@@ -495,7 +483,7 @@ func TestBrowserResearchSweepAfterRestart(t *testing.T) {
 	if len(fs) != 1 || fs[0].Status != "ready" || fs[0].Title == "" {
 		t.Fatalf("after the restart: %+v", fs)
 	}
-	eventually(t, "one notice of the ready research", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "one notice of the ready research", func() (bool, string) {
 		n := 0
 		texts := srv2.chatTexts()
 		for _, s := range texts {

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // Texts the page shows (web/README.md, "Messages a test can expect").
@@ -99,7 +101,7 @@ func TestBrowserMatrixConverges(t *testing.T) {
 
 	ana.waitAccepted(id)
 	ben.waitAccepted(id)
-	eventually(t, "both pages to show the same matrix", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "both pages to show the same matrix", func() (bool, string) {
 		a, b := ana.cells(id, q), ben.cells(id, q)
 		w := maps.Clone(want)
 		w[conflict] = a[conflict]
@@ -114,7 +116,7 @@ func TestBrowserMatrixConverges(t *testing.T) {
 	}
 	// The replicas agree on the accepted draft, not only on what they show.
 	headsExpr := fmt.Sprintf(`[...D(%q).accepted].sort()`, id)
-	eventually(t, "both replicas to hold the same accepted draft", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "both replicas to hold the same accepted draft", func() (bool, string) {
 		var a, b []string
 		ana.eval(headsExpr, &a)
 		ben.eval(headsExpr, &b)

@@ -17,6 +17,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/accord-crdt/accord/internal/natstest"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/question/planner/memhost"
@@ -60,7 +61,7 @@ func TestServersJoinACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := recs[0].ID
-	eventually(t, "Ben on node b to receive the decision Ana created on node a", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Ben on node b to receive the decision Ana created on node a", func() (bool, string) {
 		_, _, err := ben.Draft(id)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -71,7 +72,7 @@ func TestServersJoinACluster(t *testing.T) {
 	if err != nil || len(res) != 1 || !res[0].OK {
 		t.Fatalf("Ben's save through node b: %+v %v", res, err)
 	}
-	eventually(t, "Ana on node a to see Ben's save", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Ana on node a to see Ben's save", func() (bool, string) {
 		rec, _ := ana.Record(id)
 		return rec.Status == question.Settled && rec.Answer != nil && rec.Answer.By == "ben", fmt.Sprintf("%+v", rec)
 	})
@@ -82,12 +83,12 @@ func TestServersJoinACluster(t *testing.T) {
 	// announces reaches the plan).
 	ids := b.startDemo()
 	for key, id := range ids {
-		eventually(t, "the demo's "+key+" decision, opened through node b, to reach node a's client", func() (bool, string) {
+		testutil.EventuallyWithin(t, waitTime, "the demo's "+key+" decision, opened through node b, to reach node a's client", func() (bool, string) {
 			_, _, err := ana.Draft(id)
 			return err == nil, fmt.Sprint(err)
 		})
 	}
-	eventually(t, "both nodes to serve the plan with the demo's cards", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "both nodes to serve the plan with the demo's cards", func() (bool, string) {
 		pa, pb := getPlan(t, a), getPlan(t, b)
 		if pa != pb {
 			return false, "a: " + pa + "\nb: " + pb
@@ -136,20 +137,14 @@ func jobEnded(j *question.Job) bool { return j != nil && j.State != question.Job
 
 func waitHealthy(t *testing.T, s *testServer) {
 	t.Helper()
-	deadline := time.Now().Add(waitTime)
-	for {
+	testutil.EventuallyWithin(t, waitTime, "the server on "+s.addr+" to be healthy", func() (bool, string) {
 		res, err := http.Get(s.url("/healthz"))
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server on %s not healthy: %v", s.addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, res.Status
+	})
 }
 
 // getPlan reads the plan s serves. A node answers 503 while the plan
@@ -158,7 +153,7 @@ func waitHealthy(t *testing.T, s *testServer) {
 func getPlan(t *testing.T, s *testServer) string {
 	t.Helper()
 	var plan string
-	eventually(t, "the plan from "+s.addr, func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the plan from "+s.addr, func() (bool, string) {
 		code, body, err := request(s, http.MethodGet, "/api/plan?member=rita&doc="+demoDoc, "")
 		plan = body
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, body, err)
@@ -171,7 +166,7 @@ func getPlan(t *testing.T, s *testServer) string {
 func chatOf(t *testing.T, s *testServer) []string {
 	t.Helper()
 	var body struct{ Notices []struct{ Text string } }
-	eventually(t, "Chat from "+s.addr, func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Chat from "+s.addr, func() (bool, string) {
 		code, raw, err := request(s, http.MethodGet, "/api/chat?member=rita&doc="+demoDoc, "")
 		if err == nil && code == http.StatusOK {
 			err = json.Unmarshal([]byte(raw), &body)
@@ -242,7 +237,7 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	}
 	defer ana.Close()
 	ids := a.startDemo()
-	eventually(t, "the demo's four cards on a", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the demo's four cards on a", func() (bool, string) {
 		p := getPlan(t, a)
 		n := strings.Count(p, `"decision":"`)
 		return n >= 4, p
@@ -256,7 +251,7 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	const edited = "Edited on node a, just before it crashed."
 	// Sent again while a answers 503 (the plan changing hands): such an
 	// answer applied nothing.
-	eventually(t, "the plan edit", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the plan edit", func() (bool, string) {
 		code, out, err := request(a, http.MethodPost, "/api/plan/edit?member=ana", `{"revision":"`+plan.Revision+`","edits":[{"op":"edit","block":"b3","text":"`+edited+`"}]}`)
 		if err == nil && code != http.StatusOK && code != http.StatusServiceUnavailable {
 			t.Fatalf("plan edit: %d %s", code, out)
@@ -264,12 +259,10 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, out, err)
 	})
 	id := ids["rollout"]
-	for _, _, err := ana.Draft(id); err != nil; _, _, err = ana.Draft(id) {
-		if ctx.Err() != nil {
-			t.Fatal("Ana never held the rollout decision")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.EventuallyWithin(t, waitTime, "Ana to hold the rollout decision", func() (bool, string) {
+		_, _, err := ana.Draft(id)
+		return err == nil, fmt.Sprint(err)
+	})
 	if err := ana.SetText(id, "q1", "Email them a week before."); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +277,7 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	// why-draft jobs ended (their states are in the record, which Ana's
 	// replica holds): a then changes its plan and Chat no more, and has
 	// stored both.
-	eventually(t, "the Planner to finish with the answer on a", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the Planner to finish with the answer on a", func() (bool, string) {
 		got := chatOf(t, a)
 		thanked := slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "thanks") })
 		rec, _ := ana.Record(id)
@@ -301,7 +294,7 @@ func TestClusterPlanSurvivesOwnerCrash(t *testing.T) {
 	// plan makes it take the lease once a's has expired): they are then
 	// b's own, loaded from what a stored.
 	var planB, chatB string
-	eventually(t, "b to serve the plan a left", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "b to serve the plan a left", func() (bool, string) {
 		code, raw, err := request(b, http.MethodGet, "/api/plan?member=rita&doc="+demoDoc, "")
 		if n := metric(t, b, "accord_cluster_leases"); n != "1" || err != nil || code != http.StatusOK {
 			return false, fmt.Sprintf("b holds %s leases; its plan: %d %v", n, code, err)

@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/accord-crdt/accord/examples/internal/signintest"
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // printed is what a server printed at start, safe to read while it runs.
@@ -53,7 +56,7 @@ func startListening(t *testing.T, listen string) (*testServer, *printed) {
 	out := &printed{}
 	go func() { s.done <- serve(ctx, ln, dir, log, out) }()
 	t.Cleanup(s.stop)
-	eventually(t, "the sign-in links printed at start", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the sign-in links printed at start", func() (bool, string) {
 		return strings.Contains(out.String(), "Rita (reads only): http://"), out.String()
 	})
 	return s, out
@@ -106,13 +109,8 @@ func TestDemoLinksListedOnLoopback(t *testing.T) {
 		if !ok || !strings.HasPrefix(link, "/signin?invite=") {
 			t.Fatalf("%s's link is %q, want /signin?invite=…", p.Login, link)
 		}
-		res, err := (&http.Client{Transport: plainTransport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(s.url(link))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 {
-			t.Errorf("%s's listed link answered %d, want 303 with the session cookie", p.Login, res.StatusCode)
+		if ck := signintest.New(plainTransport).SignIn(t, s.url(link)); ck.Name != sessionCookie {
+			t.Errorf("%s's listed link set the cookie %s, want the session's", p.Login, ck.Name)
 		}
 	}
 	if strings.Contains(out.String(), "does not list") {

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question/planner"
 	"github.com/accord-crdt/accord/sync/replica"
 )
@@ -195,7 +196,7 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 	// Rewriting is a write: a reader, or nobody, is refused and nothing
 	// changes.
 	var start planView
-	eventually(t, "the demo's four cards", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the demo's four cards", func() (bool, string) {
 		getJSON(t, s.url("/api/plan?member=rita"), &start)
 		n := 0
 		for _, b := range start.Blocks {
@@ -251,17 +252,10 @@ func TestMCPDemoRewriteKeepsThePlannersCardsLinked(t *testing.T) {
 // it; what is missing is named in the failure.
 func answerAndSave(t *testing.T, c *replica.Client, id, text, where string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTime)
-	for {
+	testutil.EventuallyWithin(t, waitTime, "the decision to reach "+where, func() (bool, string) {
 		rec, ok := c.Record(id)
-		if ok && c.SetText(id, rec.Definition.Questions[0].ID, text) == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the decision never reached " + where)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ok && c.SetText(id, rec.Definition.Questions[0].ID, text) == nil, ""
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
 	defer cancel()
 	if err := c.Flush(ctx, id); err != nil {
@@ -370,7 +364,7 @@ func TestMCPAgentShownInChat(t *testing.T) {
 		var out planner.Awaited
 		mcpCall(t, agent, "await_answers", map[string]any{"wait_seconds": 2}, &out)
 	}()
-	eventually(t, "Chat to say an agent waits", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Chat to say an agent waits", func() (bool, string) {
 		c = chat{}
 		getJSON(t, s.url("/api/chat?member=rita"), &c)
 		return c.Agent != nil && c.Agent.Waiting && c.Agent.Until == "" && c.Agent.HoldMinutes == 30, fmt.Sprintf("%+v", c.Agent)

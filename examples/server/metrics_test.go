@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // TestMetricsEndpoint scrapes /metrics after a member connected and the
@@ -27,7 +29,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	resp.Body.Close()
 	var body string
-	eventually(t, "the metrics count the demo's traffic", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the metrics count the demo's traffic", func() (bool, string) {
 		resp, err := http.Get(hs.URL + "/metrics")
 		if err != nil {
 			return false, err.Error()

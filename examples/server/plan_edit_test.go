@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/question/planner/memhost"
 )
 
@@ -48,7 +49,7 @@ func TestPlanEditRefusals(t *testing.T) {
 		ids[m["key"].(string)] = m["id"].(string)
 	}
 	// The demo's ask places its card on its own: wait for all four.
-	eventually(t, "the demo's four cards", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the demo's four cards", func() (bool, string) {
 		n := 0
 		for _, b := range a.host.Docs.Blocks(demoDoc) {
 			if b.Decision != "" {
@@ -188,7 +189,7 @@ func TestPlanFeedPushesEveryChange(t *testing.T) {
 	if code, body := postStart(t, hs, "?member=ana"); code != http.StatusOK {
 		t.Fatalf("start: %d %v", code, body)
 	}
-	eventually(t, "the Planner's cards in a pushed plan", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the Planner's cards in a pushed plan", func() (bool, string) {
 		p := nextPlan()
 		n := 0
 		for _, b := range p.Blocks {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/persist/boltstore"
 	"github.com/accord-crdt/accord/question"
 )
@@ -274,7 +275,7 @@ func TestPersonaAnswers(t *testing.T) {
 		}
 	}
 	appHost{a: a}.FindingsChanged(demoDoc) // what the sync server calls after a member's ask
-	eventually(t, "Omar's take", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "Omar's take", func() (bool, string) {
 		var fs []question.Finding
 		a.srv.Do(ctx, demoDoc, func(auth *question.Authority) error {
 			r, _ := auth.Record(id)
@@ -383,7 +384,7 @@ func TestResearchSettlesThroughWatcher(t *testing.T) {
 	if err != nil || res.Finding.Status != question.FindingRunning {
 		t.Fatalf("attaching: %+v, %v", res.Finding, err)
 	}
-	eventually(t, "the settled finding and its notice", func() (bool, string) {
+	testutil.EventuallyWithin(t, waitTime, "the settled finding and its notice", func() (bool, string) {
 		var f question.Finding
 		a.srv.Do(ctx, demoDoc, func(auth *question.Authority) error {
 			r, _ := auth.Record(id)
