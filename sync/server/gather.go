@@ -38,7 +38,7 @@ type gathering struct {
 	// (zero: fewer than two seen). Both outlive the group.
 	lastEdit time.Time
 	gap      time.Duration
-	waiting bool // the forming group has waited (counted in Stats.GatherWaits)
+	waiting  bool // the forming group has waited (counted in Stats.GatherWaits)
 }
 
 // gapWeight is the weight of the newest interval in gathering.gap: an
