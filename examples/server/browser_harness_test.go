@@ -352,20 +352,11 @@ func (b *browser) tryEval(expr string, out any) error {
 // waitFor polls the expression until it is truthy. what describes it.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(waitTime)
-	var lastErr error
-	for {
+	b.wait(what, func() (bool, string) {
 		var ok bool
-		lastErr = b.tryEval("!!("+expr+")", &ok)
-		if lastErr == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
-	b.t.Fatalf("%s: gave up after %s waiting for %s (%s); error: %v\npage: %s", b.name, waitTime, what, expr, lastErr, b.summary())
+		err := b.tryEval("!!("+expr+")", &ok)
+		return err == nil && ok, fmt.Sprintf("(%s) error: %v", expr, err)
+	})
 }
 
 // waitEqual polls the expression until its JSON value equals want's.
@@ -375,19 +366,25 @@ func (b *browser) waitEqual(what, expr string, want any) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	b.wait(what, func() (bool, string) {
+		var got json.RawMessage
+		err := b.tryEval(expr, &got)
+		return err == nil && jsonEqual(got, wantJSON), fmt.Sprintf("\n got %s\nwant %s", got, wantJSON)
+	})
+}
+
+// wait polls check until it holds, for waitTime; a failure names the page
+// and ends with what the page shows (its summary, read only then).
+func (b *browser) wait(what string, check func() (bool, string)) {
+	b.t.Helper()
 	deadline := time.Now().Add(waitTime)
-	var got json.RawMessage
-	for {
-		got = nil
-		if err := b.tryEval(expr, &got); err == nil && jsonEqual(got, wantJSON) {
-			return
+	testutil.EventuallyWithin(b.t, waitTime, b.name+": "+what, func() (bool, string) {
+		ok, why := check()
+		if !ok && time.Now().After(deadline) {
+			why += "\npage: " + b.summary()
 		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
-	b.t.Fatalf("%s: gave up after %s waiting for %s:\n got %s\nwant %s\npage: %s", b.name, waitTime, what, got, wantJSON, b.summary())
+		return ok, why
+	})
 }
 
 func jsonEqual(a, b []byte) bool {
