@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -32,7 +31,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,32 +68,22 @@ func crashTime(cycle int) time.Time { return epoch.Add(time.Duration(cycle) * ti
 // ---------------------------------------------------------------- journal ---
 
 // fileChat is a Chat that survives the process: each accepted turn is one
-// line "<id> <decision>:<generation>,..." appended with fsync. A torn last
-// line (the process died mid-write) was never accepted.
+// line "<id> <decision>:<generation>,..." of a testutil.Journal. A torn
+// last line (the process died mid-write) was never accepted.
 type fileChat struct {
 	mu       sync.Mutex
-	f        *os.File
+	j        *testutil.Journal
 	accepted map[string]bool
 	hook     func(point string)
 }
 
 func openFileChat(path string) (*fileChat, error) {
-	turns, size, err := readJournal(path)
+	j, lines, err := testutil.OpenJournal(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Truncate(size); err != nil { // drop a torn line
-		return nil, err
-	}
-	if _, err := f.Seek(size, 0); err != nil {
-		return nil, err
-	}
-	c := &fileChat{f: f, accepted: map[string]bool{}, hook: func(string) {}}
-	for _, t := range turns {
+	c := &fileChat{j: j, accepted: map[string]bool{}, hook: func(string) {}}
+	for _, t := range journalTurns(lines) {
 		c.accepted[t.id] = true
 	}
 	return c, nil
@@ -106,25 +94,14 @@ type journalTurn struct {
 	answers []string
 }
 
-// readJournal returns the complete lines and the size they take.
-func readJournal(path string) ([]journalTurn, int64, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	end := bytes.LastIndexByte(raw, '\n') + 1
-	var out []journalTurn
-	for _, line := range strings.Split(string(raw[:end]), "\n") {
-		if line == "" {
-			continue
-		}
+// journalTurns reads the turns of the journal's lines.
+func journalTurns(lines []string) []journalTurn {
+	out := make([]journalTurn, len(lines))
+	for i, line := range lines {
 		id, answers, _ := strings.Cut(line, " ")
-		out = append(out, journalTurn{id: id, answers: strings.Split(answers, ",")})
+		out[i] = journalTurn{id: id, answers: strings.Split(answers, ",")}
 	}
-	return out, int64(end), nil
+	return out
 }
 
 func (c *fileChat) Post(ctx context.Context, doc string, n planner.Notice) error { return nil }
@@ -140,10 +117,7 @@ func (c *fileChat) Accept(ctx context.Context, doc string, t planner.Turn) error
 	for i, a := range t.Answers {
 		answers[i] = fmt.Sprintf("%s:%d", a.Decision, a.Generation)
 	}
-	if _, err := c.f.WriteString(t.ID + " " + strings.Join(answers, ",") + "\n"); err != nil {
-		return err
-	}
-	if err := c.f.Sync(); err != nil {
+	if err := c.j.Append(t.ID + " " + strings.Join(answers, ",")); err != nil {
 		return err
 	}
 	c.accepted[t.ID] = true
@@ -168,26 +142,8 @@ func (quietRuntime) Busy(context.Context, string) (bool, error) { return false, 
 // TestDeliveryCrashChild is the child of TestDeliveryCrash; without
 // deliveryCrashEnv it does nothing.
 func TestDeliveryCrashChild(t *testing.T) {
-	raw := os.Getenv(deliveryCrashEnv)
-	if raw == "" {
-		return
-	}
 	var cfg deliveryCrashConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Printf("BAD config: %v\n", err)
-		return
-	}
-	if err := runDeliveryChild(cfg); err != nil {
-		fmt.Printf("BAD %v\n", err)
-	}
-}
-
-func die(point string) {
-	fmt.Printf("KILL %s\n", point)
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	for {
-		time.Sleep(time.Hour)
-	}
+	testutil.ChildMain(deliveryCrashEnv, &cfg, func() error { return runDeliveryChild(cfg) })
 }
 
 // crashStore reports the claim and mark commits to the kill hook.
@@ -255,7 +211,7 @@ func runDeliveryChild(cfg deliveryCrashConfig) error {
 	hook := func(point string) {
 		if point == cfg.Point {
 			if seen == cfg.Skip {
-				die(point)
+				testutil.KillSelf(point)
 			}
 			seen++
 		}
@@ -322,22 +278,6 @@ func runDeliveryChild(cfg deliveryCrashConfig) error {
 
 // ----------------------------------------------------------------- parent ---
 
-type crashCycleOut struct {
-	lines  []string
-	killed bool
-	stderr string
-}
-
-func runDeliveryCycle(t *testing.T, cfg deliveryCrashConfig, killAfter time.Duration) crashCycleOut {
-	t.Helper()
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := testutil.RunChild(t, "TestDeliveryCrashChild", []string{deliveryCrashEnv + "=" + string(raw)}, killAfter, fmt.Sprintf("cycle %d", cfg.Cycle))
-	return crashCycleOut{lines: c.Lines, killed: c.Killed, stderr: c.Stderr}
-}
-
 type crashFacts struct {
 	turns, answers  int // in the journal
 	waiting, claims int // rows at the check
@@ -363,10 +303,11 @@ func verifyDelivery(path, journal, doc string, drained bool) (crashFacts, []erro
 	if err != nil {
 		return f, []error{err}
 	}
-	turns, _, err := readJournal(journal)
+	lines, err := testutil.ReadJournal(journal)
 	if err != nil {
 		return f, []error{err}
 	}
+	turns := journalTurns(lines)
 	f.turns = len(turns)
 	ids := map[string]bool{}
 	in := map[string]int{}
@@ -463,22 +404,20 @@ func TestDeliveryCrash(t *testing.T) {
 		if point == "random" {
 			killAfter = time.Duration(5+rng.IntN(36)) * time.Millisecond
 		}
-		out := runDeliveryCycle(t, cfg, killAfter)
-		for _, l := range out.lines {
-			if strings.HasPrefix(l, "BAD") {
-				t.Errorf("cycle %d (%s): %s", cycle, point, l)
-			}
+		out := testutil.RunChildConfig(t, "TestDeliveryCrashChild", deliveryCrashEnv, cfg, killAfter, fmt.Sprintf("cycle %d", cfg.Cycle))
+		for _, l := range out.Bad() {
+			t.Errorf("cycle %d (%s): %s", cycle, point, l)
 		}
 		switch {
-		case out.killed:
+		case out.Killed:
 			kills++
 			killed[point]++
 		case point != "random":
-			t.Errorf("cycle %d: the child never reached %s:\n%s\n%s", cycle, point, strings.Join(out.lines[max(0, len(out.lines)-5):], "\n"), out.stderr)
+			t.Errorf("cycle %d: the child never reached %s:\n%s\n%s", cycle, point, out.Tail(5), out.Stderr)
 		}
 		facts, errs := verifyDelivery(file, cfg.Journal, cfg.Doc, false)
 		for _, err := range errs {
-			t.Errorf("cycle %d (%s, killed %v): %v", cycle, point, out.killed, err)
+			t.Errorf("cycle %d (%s, killed %v): %v", cycle, point, out.Killed, err)
 		}
 		atDeath.claims += facts.claims
 		atDeath.waiting += facts.waiting
@@ -501,7 +440,7 @@ func TestDeliveryCrash(t *testing.T) {
 			}
 		}
 		h.d.Close()
-		h.chat.f.Close()
+		h.chat.j.Close()
 		h.store.Close()
 		facts, errs := verifyDelivery(file, cfg.Journal, cfg.Doc, true)
 		for _, err := range errs {

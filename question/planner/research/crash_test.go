@@ -21,14 +21,11 @@ package research_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,48 +48,22 @@ type researchCrashConfig struct {
 
 const crashDoc = "plan"
 
-// journalChat is a Chat that survives the process.
+// journalChat is a Chat that survives the process: each notice posted is
+// one line, its id, of a testutil.Journal.
 type journalChat struct {
 	mu     sync.Mutex
-	f      *os.File
+	j      *testutil.Journal
 	posted map[string]bool
 	again  int // posts of an id already posted, ignored
 	hook   func(string)
 }
 
-func readNoticeJournal(path string) (ids []string, size int64, err error) {
-	raw, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	end := strings.LastIndexByte(string(raw), '\n') + 1
-	for _, l := range strings.Split(string(raw[:end]), "\n") {
-		if l != "" {
-			ids = append(ids, l)
-		}
-	}
-	return ids, int64(end), nil
-}
-
 func openJournalChat(path string, hook func(string)) (*journalChat, error) {
-	ids, size, err := readNoticeJournal(path)
+	j, ids, err := testutil.OpenJournal(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Truncate(size); err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(size, 0); err != nil {
-		return nil, err
-	}
-	c := &journalChat{f: f, posted: map[string]bool{}, hook: hook}
+	c := &journalChat{j: j, posted: map[string]bool{}, hook: hook}
 	for _, id := range ids {
 		c.posted[id] = true
 	}
@@ -107,10 +78,7 @@ func (c *journalChat) Post(_ context.Context, _ string, n planner.Notice) error 
 		return nil
 	}
 	c.hook("before-post")
-	if _, err := c.f.WriteString(n.ID + "\n"); err != nil {
-		return err
-	}
-	if err := c.f.Sync(); err != nil {
+	if err := c.j.Append(n.ID); err != nil {
 		return err
 	}
 	c.posted[n.ID] = true
@@ -136,26 +104,14 @@ func (h staticHost) Cancel(c context.Context, doc string, k question.FindingKind
 // TestResearchCrashChild is the child of TestResearchCrash; without
 // researchCrashEnv it does nothing.
 func TestResearchCrashChild(t *testing.T) {
-	raw := os.Getenv(researchCrashEnv)
-	if raw == "" {
-		return
-	}
 	var cfg researchCrashConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Printf("BAD config: %v\n", err)
-		return
-	}
-	if err := runResearchChild(cfg); err != nil {
-		fmt.Printf("BAD %v\n", err)
-	}
+	testutil.ChildMain(researchCrashEnv, &cfg, func() error { return runResearchChild(cfg) })
 }
 
 func runResearchChild(cfg researchCrashConfig) error {
 	hook := func(point string) {
 		if point == cfg.Point {
-			fmt.Printf("KILL %s\n", point)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
+			testutil.KillSelf(point)
 		}
 	}
 	st, err := boltstore.Open(cfg.File, nil)
@@ -268,16 +224,15 @@ func TestResearchCrash(t *testing.T) {
 		}
 		cfg := researchCrashConfig{File: file, Journal: journal, Host: cloneWork(host), Attach: attach,
 			Decision: fmt.Sprintf("d%d", cycle/5), Point: points[rng.IntN(len(points))]}
-		raw, _ := json.Marshal(cfg)
 		kill := time.Duration(1+rng.IntN(25)) * time.Millisecond
 		if cfg.Point != "" {
 			kill = 150 * time.Millisecond // in case the named point does not come up
 		}
-		child := testutil.RunChild(t, "TestResearchCrashChild", []string{researchCrashEnv + "=" + string(raw)}, kill, fmt.Sprintf("cycle %d", cycle))
+		child := testutil.RunChildConfig(t, "TestResearchCrashChild", researchCrashEnv, cfg, kill, fmt.Sprintf("cycle %d", cycle))
+		if bad := child.Bad(); len(bad) > 0 {
+			t.Fatalf("cycle %d: %s\n%s", cycle, bad[0], child.Stderr)
+		}
 		for _, l := range child.Lines {
-			if strings.HasPrefix(l, "BAD") {
-				t.Fatalf("cycle %d: %s\n%s", cycle, l, child.Stderr)
-			}
 			if strings.HasPrefix(l, "KILL") {
 				selfKilled++
 			}
@@ -290,13 +245,12 @@ func TestResearchCrash(t *testing.T) {
 	}
 	// The last child runs to completion.
 	cfg := researchCrashConfig{File: file, Journal: journal, Host: cloneWork(host), Decision: "d-final", Point: "finish"}
-	raw, _ := json.Marshal(cfg)
-	child := testutil.RunChild(t, "TestResearchCrashChild", []string{researchCrashEnv + "=" + string(raw)}, 0, "final")
+	child := testutil.RunChildConfig(t, "TestResearchCrashChild", researchCrashEnv, cfg, 0, "final")
+	if bad := child.Bad(); len(bad) > 0 {
+		t.Fatalf("final: %s\n%s", bad[0], child.Stderr)
+	}
 	again := ""
 	for _, l := range child.Lines {
-		if strings.HasPrefix(l, "BAD") {
-			t.Fatalf("final: %s\n%s", l, child.Stderr)
-		}
 		if strings.HasPrefix(l, "AGAIN") {
 			again = strings.TrimPrefix(l, "AGAIN ")
 		}
@@ -344,7 +298,7 @@ func TestResearchCrash(t *testing.T) {
 // checkJournal fails on a notice id posted twice and returns the ids.
 func checkJournal(t *testing.T, path string, cycle int) []string {
 	t.Helper()
-	ids, _, err := readNoticeJournal(path)
+	ids, err := testutil.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
