@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -89,7 +88,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 	default:
 		st.known, st.stale = false, true
 		s.log.Error("postgres: commit outcome unknown", "doc", doc, "err", err)
-		return fmt.Errorf("postgres: commit to %q: the connection failed before the outcome came: %w: %w", doc, persist.ErrOutcomeUnknown, err)
+		return fmt.Errorf("postgres: commit to %q: sent, but no outcome came (connection lost, or no answer within %v): %w: %w", doc, s.o.Timeout, persist.ErrOutcomeUnknown, err)
 	}
 }
 
@@ -97,7 +96,7 @@ func (s *Store) Commit(ctx context.Context, doc string, w *persist.Write) error 
 func (s *Store) send(ctx context.Context, doc string, p *plan, expected any) (int64, error) {
 	id := []byte(doc)
 	b := &pgx.Batch{}
-	b.Queue(s.q.advance, id, expected, rand.Int64())
+	b.Queue(s.q.advance, id, expected)
 	if len(p.snapshots) > 0 {
 		b.Queue(s.q.dropChunks, id, p.snapshots)
 	}

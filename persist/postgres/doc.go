@@ -71,7 +71,7 @@
 // # Layout
 //
 //	<schema>.schema_version(version, applied)
-//	<schema>.documents(doc, revision, writer)
+//	<schema>.documents(doc, revision)
 //	<schema>.items(doc, kind, key, value, sum)       kind: record, projection, answer, snapshot
 //	<schema>.chunks(doc, decision, seq, value, sum)  CRDT chunks after the snapshot, by seq
 //	<schema>.audit(doc, decision, seq, value, sum)   audit rows, by seq (AuditRow.Seq)

@@ -14,7 +14,7 @@ import (
 // keys are bytea, since they may hold any bytes, and bytea orders as Go
 // strings do.
 //
-//	documents(doc, revision, writer)     one row per document with a Write
+//	documents(doc, revision)             one row per document with a Write
 //	items(doc, kind, key, value, sum)    records, projections, answers, snapshots
 //	chunks(doc, decision, seq, value, sum)  CRDT chunks, in seq order
 //	audit(doc, decision, seq, value, sum)   audit rows, in seq order
@@ -40,8 +40,7 @@ var migrations = []string{
 
 CREATE TABLE {s}.documents (
 	doc      bytea PRIMARY KEY,
-	revision bigint NOT NULL,
-	writer   bigint NOT NULL
+	revision bigint NOT NULL
 );
 
 CREATE TABLE {s}.items (
@@ -71,23 +70,23 @@ CREATE TABLE {s}.audit (
 	PRIMARY KEY (doc, decision, seq)
 );
 
-CREATE FUNCTION {s}.advance(p_doc bytea, p_expected bigint, p_writer bigint) RETURNS bigint
+CREATE FUNCTION {s}.advance(p_doc bytea, p_expected bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
 	r bigint;
 BEGIN
 	IF p_expected IS NULL THEN
-		INSERT INTO {s}.documents AS d (doc, revision, writer)
-		VALUES (p_doc, nextval('{s}.revisions'), p_writer)
-		ON CONFLICT (doc) DO UPDATE SET revision = nextval('{s}.revisions'), writer = p_writer
+		INSERT INTO {s}.documents AS d (doc, revision)
+		VALUES (p_doc, nextval('{s}.revisions'))
+		ON CONFLICT (doc) DO UPDATE SET revision = nextval('{s}.revisions')
 		RETURNING d.revision INTO r;
 	ELSIF p_expected = 0 THEN
-		INSERT INTO {s}.documents (doc, revision, writer)
-		VALUES (p_doc, nextval('{s}.revisions'), p_writer)
+		INSERT INTO {s}.documents (doc, revision)
+		VALUES (p_doc, nextval('{s}.revisions'))
 		ON CONFLICT (doc) DO NOTHING
 		RETURNING revision INTO r;
 	ELSE
-		UPDATE {s}.documents SET revision = nextval('{s}.revisions'), writer = p_writer
+		UPDATE {s}.documents SET revision = nextval('{s}.revisions')
 		WHERE doc = p_doc AND revision = p_expected
 		RETURNING revision INTO r;
 	END IF;
@@ -106,14 +105,14 @@ const sqlConflict = "AC409"
 // queries are the statements of one schema.
 type queries struct {
 	advance, dropChunks, putItems, dropAnswers, addChunks, addAudit string
-	load, audit, documents, head                                    string
+	load, audit, documents                                          string
 	deleteDoc                                                       []string
 }
 
 func newQueries(schema string) queries {
 	q := func(sql string) string { return inSchema(sql, schema) }
 	return queries{
-		advance:    q(`SELECT {s}.advance($1, $2, $3)`),
+		advance:    q(`SELECT {s}.advance($1, $2)`),
 		dropChunks: q(`DELETE FROM {s}.chunks WHERE doc = $1 AND decision = ANY($2::bytea[])`),
 		putItems: q(`INSERT INTO {s}.items (doc, kind, key, value, sum)
 SELECT $1, u.kind, u.key, u.value, u.sum FROM unnest($2::text[], $3::bytea[], $4::bytea[], $5::integer[]) AS u(kind, key, value, sum)
@@ -131,7 +130,6 @@ UNION ALL SELECT 'chunk', decision, value, sum, seq FROM {s}.chunks WHERE doc = 
 UNION ALL SELECT 'revision', NULL, NULL, 0, revision FROM {s}.documents WHERE doc = $1`),
 		audit:     q(`SELECT seq, value, sum FROM {s}.audit WHERE doc = $1 AND decision = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
 		documents: q(`SELECT doc FROM {s}.documents ORDER BY doc`),
-		head:      q(`SELECT revision, writer FROM {s}.documents WHERE doc = $1`),
 		// The document's row first: every transaction that writes a
 		// document locks it first, so none waits on another in a cycle.
 		deleteDoc: []string{
