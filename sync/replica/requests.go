@@ -137,17 +137,16 @@ func (c *Client) header(kind wire.Kind) wire.Header {
 }
 
 // Submit saves the drafts of one or more decisions (question:submit). Each
-// claims the revision the replica displays; edits not yet accepted are
-// flushed first and their replies awaited, so the displayed revision is
-// the accepted one. If such an edit is refused, Submit returns the
-// refusal and submits nothing. Otherwise each decision's outcome is in
-// its SubmitResult.
+// claims the revision the replica displays when Submit is called; edits
+// not yet accepted are flushed first and their replies awaited, so the
+// claimed revision is an accepted one. Changes of other members that
+// arrive meanwhile are not claimed: the member never saw them, and the
+// server refuses the save as stale if they changed the draft. If a
+// flushed edit is refused, Submit returns the refusal and submits
+// nothing. Otherwise each decision's outcome is in its SubmitResult.
 func (c *Client) Submit(ctx context.Context, ids ...string) ([]wire.SubmitResult, error) {
 	if len(ids) == 0 {
 		return nil, refusal(question.Invalid, "nothing to save")
-	}
-	if err := c.Flush(ctx, ids...); err != nil {
-		return nil, err
 	}
 	h := c.header(wire.KindSubmit)
 	m := &wire.Submit{Header: h}
@@ -161,6 +160,9 @@ func (c *Client) Submit(ctx context.Context, ids ...string) ([]wire.SubmitResult
 		m.Items = append(m.Items, wire.SubmitItem{ID: id, Heads: wireHeads(rep.doc.Heads())})
 	}
 	c.mu.Unlock()
+	if err := c.Flush(ctx, ids...); err != nil {
+		return nil, err
+	}
 	r, err := c.do(ctx, h.RID, m)
 	if err != nil {
 		return nil, err

@@ -623,3 +623,58 @@ func TestEditAcceptedBeforeASaveIsReportedAccepted(t *testing.T) {
 		t.Fatalf("Ana's accepted edit was reported as %v", err)
 	}
 }
+
+// TestSaveClaimsTheRevisionShownWhenCalled: Ana saves while her
+// connection is down with an edit of hers not yet sent; Ben changes the
+// draft meanwhile. When Ana's client reconnects it receives Ben's change
+// before her edit's reply, but her save claims what she saw when she
+// saved, so it is refused as stale rather than saving Ben's change she
+// never saw.
+func TestSaveClaimsTheRevisionShownWhenCalled(t *testing.T) {
+	ts := startServer(t, "")
+	d := &cutDialer{}
+	ana := join(t, ts.url, "plan-1", "ana", wire.Binary, func(o *replica.Options) { o.Dialer = d.dial })
+	ben := join(t, ts.url, "plan-1", "ben", wire.Binary, nil)
+	id := create(t, ben, matrixCard("shown", 2, 1, false, true))
+	hasReplica(t, ana, id)
+
+	gate := make(chan struct{})
+	d.hold(gate)
+	d.cut.Store(cutBeforeRead)
+	if err := ana.Choose(id, "q1", "o0", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ana.SetText(id, "note", "Passkeys."); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "Ana's connection to be cut", func() bool { return d.cuts.Load() == 1 })
+	_, shown, err := ana.Draft(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type saved struct {
+		res []wire.SubmitResult
+		err error
+	}
+	done := make(chan saved, 1)
+	go func() {
+		res, err := ana.Submit(testCtx(t, 30*time.Second), id)
+		done <- saved{res, err}
+	}()
+
+	if err := ben.SetText(id, "note", "Email links."); err != nil {
+		t.Fatal(err)
+	}
+	if err := ben.Flush(testCtx(t, 10*time.Second), id); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("Ana's save: %v", got.err)
+	}
+	if got.res[0].OK || got.res[0].Reason != question.Stale {
+		rec, _ := ana.Record(id)
+		t.Fatalf("Ana's save, shown %s, was %+v (answer %+v); want refused as stale", shown, got.res[0], rec.Answer)
+	}
+}
