@@ -80,7 +80,7 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.dir, err = os.MkdirTemp("", "accord-pgtest-"); err != nil {
+	if s.dir, err = os.MkdirTemp(tempRoot(s.cred), "accord-pgtest-"); err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	if s.cred != nil {
@@ -390,6 +390,25 @@ func serverUser() (*syscall.Credential, error) {
 		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 	}
 	return nil, errors.New("pgtest: running as root, and neither a postgres nor a nobody user exists to run the server as")
+}
+
+// tempRoot is where the server's directory goes: the temporary folder,
+// unless the server runs as another user who could not reach it (a
+// TMPDIR private to root), then /tmp.
+func tempRoot(cred *syscall.Credential) string {
+	dir := os.TempDir()
+	if cred == nil {
+		return dir
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
 }
 
 func freePort() (int, error) {
