@@ -77,8 +77,8 @@ type nodeStore struct {
 	host   *hostState                     // the plans, Chat and Planner runs
 }
 
-// openStore opens the bbolt file under demo.Dir, or joins the cluster of
-// demo.Cluster.
+// openStore opens the PostgreSQL store of ACCORD_POSTGRES_URL (store.go),
+// the bbolt file under demo.Dir, or joins the cluster of demo.Cluster.
 func openStore(ctx context.Context, demo demoOptions, ln net.Listener, log *slog.Logger) (*nodeStore, error) {
 	o := demo.Cluster
 	if err := os.MkdirAll(demo.Dir, 0o755); err != nil { // the demo's research keeps its work there

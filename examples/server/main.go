@@ -143,7 +143,7 @@ func serveDemo(ctx context.Context, ln net.Listener, demo demoOptions, log *slog
 	data := demo.Dir
 	defer ln.Close()
 	demo.DemoLinks = demo.DemoLinks || loopback(ln.Addr())
-	store, err := openStore(ctx, demo, ln, log) // bbolt, or the cluster's stream (cluster.go)
+	store, err := openStore(ctx, demo, ln, log) // bbolt, PostgreSQL (store.go) or the cluster's stream (cluster.go)
 	if err != nil {
 		return err
 	}
