@@ -632,8 +632,8 @@ func TestAskOwesOneNotice(t *testing.T) {
 
 // TestTakeBeforeTheAskIsNoticed: an ask answered before its notice went
 // out still owes that one notice (of the asking), and owes nothing more
-// once it is posted. A take used to mark the ask noticed, so Chat never
-// heard of an ask answered quickly.
+// once it is posted: a take must not count as the notice, or Chat would
+// never hear of an ask answered quickly.
 func TestTakeBeforeTheAskIsNoticed(t *testing.T) {
 	a := newFindingsAuthority(t, memstore.New(), "plan-1", newHost())
 	rec := createOne(t, a, "k")
