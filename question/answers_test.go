@@ -486,14 +486,14 @@ func TestDraftWhy(t *testing.T) {
 		t.Fatalf("redraft = %+v, %v", rec, err)
 	}
 
-	if _, err := f.a.SetWhy(bg, ansBen, p.ID, 0, "Ben prefers email."); err != nil {
+	if _, err := f.a.SetWhy(bg, ansBen, p.ID, question.WhyRequest{Text: "Ben prefers email."}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.a.DraftWhy(bg, p.ID, 1, "A later draft.")
 	ansReason(t, err, question.Resolved)
 	_, err = f.a.RetryJob(bg, ansAna, p.ID, job)
 	ansReason(t, err, question.Resolved)
-	if _, err := f.a.SetWhy(bg, ansBen, p.ID, 0, ""); err != nil { // a person clears it
+	if _, err := f.a.SetWhy(bg, ansBen, p.ID, question.WhyRequest{Text: ""}); err != nil { // a person clears it
 		t.Fatal(err)
 	}
 	_, err = f.a.DraftWhy(bg, p.ID, 1, "A later draft.")

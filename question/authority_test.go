@@ -285,7 +285,10 @@ func TestReadersCannotWrite(t *testing.T) {
 			_, err := f.a.AppendCriterion(ctx, reader, question.AppendRequest{ID: rec.ID, Question: "q1", Key: "x", Label: "X"})
 			return err
 		},
-		"why": func() error { _, err := f.a.SetWhy(ctx, reader, rec.ID, 0, "Because."); return err },
+		"why": func() error {
+			_, err := f.a.SetWhy(ctx, reader, rec.ID, question.WhyRequest{Text: "Because."})
+			return err
+		},
 		"expand": func() error {
 			_, err := f.a.Expand(ctx, reader, rec.ID, func(context.Context, string) error { return nil })
 			return err
@@ -467,7 +470,7 @@ func TestReopenKeepsHistoryAndStartsAFreshDraft(t *testing.T) {
 	_, err := f.edit(ana, rec.ID, r, h)
 	must(t, err)
 	f.submit(ana, rec.ID, r.Heads())
-	_, err = f.a.SetWhy(ctx, ben, rec.ID, 0, "Email needs no new device.")
+	_, err = f.a.SetWhy(ctx, ben, rec.ID, question.WhyRequest{Text: "Email needs no new device."})
 	must(t, err)
 	_, err = f.a.Reopen(ctx, reader, rec.ID, 0)
 	mustReason(t, err, question.Forbidden)
@@ -611,7 +614,7 @@ func TestAppendRules(t *testing.T) {
 func TestWhy(t *testing.T) {
 	f := newFixture(t)
 	rec := f.create("k", writtenDef())
-	_, err := f.a.SetWhy(ctx, ana, rec.ID, 0, "Too early.")
+	_, err := f.a.SetWhy(ctx, ana, rec.ID, question.WhyRequest{Text: "Too early."})
 	mustReason(t, err, question.NotSettled)
 	r := f.replica(rec.ID)
 	h := r.Heads()
@@ -623,21 +626,62 @@ func TestWhy(t *testing.T) {
 		strings.Repeat("a", 301), "Two sentences. Here is another.", "**bold** move.", "Line one\nline two.",
 		"# Heading", "See [docs](x).", "Use `code`.",
 	} {
-		_, err := f.a.SetWhy(ctx, ana, rec.ID, 0, bad)
+		_, err := f.a.SetWhy(ctx, ana, rec.ID, question.WhyRequest{Text: bad})
 		mustReason(t, err, question.Invalid)
 	}
-	gotApplied, err := f.a.SetWhy(ctx, ben, rec.ID, 0, "It keeps sign-up short, e.g. for phones.")
+	gotApplied, err := f.a.SetWhy(ctx, ben, rec.ID, question.WhyRequest{Text: "It keeps sign-up short, e.g. for phones."})
 	got := gotApplied.Record
 	must(t, err)
 	if got.Why == "" || got.WhyBy != "ben" {
 		t.Fatalf("why: %+v", got)
 	}
-	clearedApplied, err := f.a.SetWhy(ctx, ana, rec.ID, 0, "")
+	clearedApplied, err := f.a.SetWhy(ctx, ana, rec.ID, question.WhyRequest{Text: ""})
 	cleared := clearedApplied.Record
 	must(t, err)
 	if cleared.Why != "" || cleared.WhyBy != "ana" {
 		t.Fatalf("clearing keeps who cleared: %+v", cleared)
 	}
+}
+
+// TestWhyOverAWhyNotSeen: a why that names the why its member displayed
+// replaces it only while it is still the decision's: a why another
+// member set meanwhile is never overwritten unseen: the request is
+// refused as stale, naming who changed it. That holds for a request
+// resent after its reply was lost too, once another why replaced it.
+func TestWhyOverAWhyNotSeen(t *testing.T) {
+	f := newFixture(t)
+	rec := f.create("k", writtenDef())
+	r := f.replica(rec.ID)
+	h := r.Heads()
+	must(t, r.SetText("q1", "A tour."))
+	_, err := f.edit(ana, rec.ID, r, h)
+	must(t, err)
+	f.submit(ana, rec.ID, r.Heads())
+	none := ""
+	_, err = f.a.SetWhy(ctx, ana, rec.ID, question.WhyRequest{Text: "It is short.", Seen: &none})
+	must(t, err)
+	seen := "It is short."
+	_, err = f.a.SetWhy(ctx, ben, rec.ID, question.WhyRequest{Text: "Phones need it.", Seen: &seen})
+	must(t, err)
+
+	// Ana's request again, as if its reply was lost: Ben's newer why
+	// stays.
+	_, err = f.a.SetWhy(ctx, ana, rec.ID, question.WhyRequest{Text: "It is short.", Seen: &none})
+	mustReason(t, err, question.Stale)
+	// Cleo displayed no why and sets one: Ben's, which she never saw,
+	// stays.
+	_, err = f.a.SetWhy(ctx, cleo, rec.ID, question.WhyRequest{Text: "Cheap enough.", Seen: &none})
+	mustReason(t, err, question.Stale)
+	if !strings.Contains(err.Error(), "ben changed the why") {
+		t.Fatalf("the refusal does not say who changed the why: %v", err)
+	}
+	got, _ := f.a.Record(rec.ID)
+	if got.Why != "Phones need it." || got.WhyBy != "ben" {
+		t.Fatalf("why %q by %q, want Ben's", got.Why, got.WhyBy)
+	}
+	// Without Seen the why is set whatever it is.
+	_, err = f.a.SetWhy(ctx, cleo, rec.ID, question.WhyRequest{Text: "Cheap enough."})
+	must(t, err)
 }
 
 func TestExpand(t *testing.T) {

@@ -240,7 +240,7 @@ func TestDamagedDecisionLeavesOthersWorking(t *testing.T) {
 		mustReason(t, err, question.Unavailable)
 		_, err = f.a.AppendOption(ctx, ana, question.AppendRequest{ID: id, Question: "q1", Key: "k", Label: "Carrier pigeon"})
 		mustReason(t, err, question.Unavailable)
-		_, err = f.a.SetWhy(ctx, ana, id, 0, "It is cheap.")
+		_, err = f.a.SetWhy(ctx, ana, id, question.WhyRequest{Text: "It is cheap."})
 		mustReason(t, err, question.Unavailable)
 		_, err = f.a.Await(id)
 		mustReason(t, err, question.Unavailable)

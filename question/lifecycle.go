@@ -406,17 +406,32 @@ func plural(kind string) string {
 	return "options"
 }
 
+// WhyRequest is one member's setting of a decision's why.
+type WhyRequest struct {
+	// Generation is the saved generation the member displays, or 0 for
+	// the current one.
+	Generation uint64
+	// Text is the why: one plain sentence of at most MaxWhy characters;
+	// empty clears it.
+	Text string
+	// Seen, if set, is the why the member displayed when they set theirs.
+	// If the decision's why is another by now, someone changed it since:
+	// the request is refused as stale rather than overwriting words the
+	// member never saw. nil sets the why whatever it is.
+	Seen *string
+}
+
 // SetWhy sets, replaces or (with empty text) clears the why of a settled
-// decision: one plain sentence of at most MaxWhy characters. The member is
-// recorded as WhyBy, also when clearing, so a later drafted why never
-// replaces a person's words or their clearing.
+// decision. The member is recorded as WhyBy, also when clearing, so a
+// later drafted why never replaces a person's words or their clearing.
 //
-// generation is the saved generation the member displays, or 0 for the
-// current one. A why that this member already set to the same text on
-// that generation (current or, since reopened, in the history) is the
-// same request resent: it answers Repeated and changes nothing. A why for
-// an answer saved over since is refused as stale.
-func (a *Authority) SetWhy(ctx context.Context, who Member, id string, generation uint64, text string) (Applied, error) {
+// A why that this member already set to the same text on that
+// generation (current or, since reopened, in the history) is the same
+// request resent: it answers Repeated and changes nothing. A why for an
+// answer saved over since is refused as stale, and so is one whose Seen
+// is no longer the decision's why.
+func (a *Authority) SetWhy(ctx context.Context, who Member, id string, req WhyRequest) (Applied, error) {
+	generation, text := req.Generation, req.Text
 	d, r := a.target(who, id)
 	if r != nil {
 		return Applied{}, r
@@ -436,6 +451,9 @@ func (a *Authority) SetWhy(ctx context.Context, who Member, id string, generatio
 	}
 	if same(d.rec.Why, d.rec.WhyBy) {
 		return Applied{Record: d.rec.Clone(), Repeated: true}, nil
+	}
+	if req.Seen != nil && strings.TrimSpace(*req.Seen) != d.rec.Why {
+		return Applied{}, refuse(Stale, "%s changed the why since you last saw it; review it, then set yours again", nonEmpty(d.rec.WhyBy))
 	}
 	if text != "" {
 		if r := checkWhy(text); r != nil {

@@ -341,7 +341,7 @@ func TestWhyDraftNeverReplacesAPerson(t *testing.T) {
 	a := e.open("a", false, "p-onb")
 	e.save(ana, a, "Links")
 	e.do(func(q *question.Authority) error {
-		_, err := q.SetWhy(bg, ben, a, 0, "Links need no passwords.")
+		_, err := q.SetWhy(bg, ben, a, question.WhyRequest{Text: "Links need no passwords."})
 		return err
 	})
 	e.jobs()
@@ -357,7 +357,10 @@ func TestWhyDraftNeverReplacesAPerson(t *testing.T) {
 	e.save(ana, b, "Shifts")
 	// The person clears the why while the Planner is drafting.
 	e.host.Runtime.SetDrafter(func(context.Context, string, planner.WhyRequest) (string, error) {
-		e.do(func(q *question.Authority) error { _, err := q.SetWhy(bg, ben, b, 0, ""); return err })
+		e.do(func(q *question.Authority) error {
+			_, err := q.SetWhy(bg, ben, b, question.WhyRequest{Text: ""})
+			return err
+		})
 		return "Shifts spread the load.", nil
 	})
 	e.jobs()

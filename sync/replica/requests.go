@@ -235,13 +235,18 @@ func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (questio
 }
 
 // SetWhy sets, replaces or (empty text) clears a settled decision's why.
+// It replaces the why the client displays: if another member changed the
+// why since, it is refused as stale (question.ErrStale) and the client
+// shows theirs.
 func (c *Client) SetWhy(ctx context.Context, id, text string) (question.Record, error) {
 	h := c.header(wire.KindWhy)
 	g, err := c.settledGeneration(id)
 	if err != nil {
 		return question.Record{}, err
 	}
-	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: g})
+	rec, _ := c.Record(id)
+	seen := rec.Why
+	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: g, Seen: &seen})
 	if err != nil {
 		return question.Record{}, err
 	}

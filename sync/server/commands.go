@@ -245,7 +245,7 @@ func (d *document) appendItem(ctx context.Context, c *conn, m *wire.Append) {
 
 // why follows the spec's order: commit, announce question:meta, reply.
 func (d *document) why(ctx context.Context, c *conn, m *wire.Why) {
-	res, err := d.auth.SetWhy(ctx, c.member, m.ID, m.Generation, m.Text)
+	res, err := d.auth.SetWhy(ctx, c.member, m.ID, question.WhyRequest{Generation: m.Generation, Text: m.Text, Seen: m.Seen})
 	if err != nil {
 		d.replyTo(c, d.refusal(m.Header, m.ID, err))
 		return

@@ -678,3 +678,53 @@ func TestSaveClaimsTheRevisionShownWhenCalled(t *testing.T) {
 		t.Fatalf("Ana's save, shown %s, was %+v (answer %+v); want refused as stale", shown, got.res[0], rec.Answer)
 	}
 }
+
+// TestResentWhyLeavesANewerWhy: Ana's why is committed but her reply is
+// lost; Ben, who sees it, sets his own; Ana's client reconnects and sends
+// her why again. It must not overwrite Ben's: it is refused as stale and
+// both members show Ben's why.
+func TestResentWhyLeavesANewerWhy(t *testing.T) {
+	ts := startServer(t, "")
+	d := &cutDialer{}
+	ana := join(t, ts.url, "plan-1", "ana", wire.Binary, func(o *replica.Options) { o.Dialer = d.dial })
+	ben := join(t, ts.url, "plan-1", "ben", wire.Binary, nil)
+	id := create(t, ben, matrixCard("why", 2, 1, false, false))
+	hasReplica(t, ana, id)
+	if err := ben.Choose(id, "q1", "o0", true); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ben.Submit(testCtx(t, 10*time.Second), id); err != nil || !res[0].OK {
+		t.Fatalf("Ben's save: %+v %v", res, err)
+	}
+	testutil.Eventually(t, "Ana to see the saved answer", func() bool {
+		rec, _ := ana.Record(id)
+		return rec.Status == question.Settled
+	})
+
+	gate := make(chan struct{})
+	d.hold(gate)
+	d.cut.Store(cutBeforeReply)
+	set := make(chan error, 1)
+	go func() {
+		_, err := ana.SetWhy(testCtx(t, 30*time.Second), id, "It is the cheapest.")
+		set <- err
+	}()
+	testutil.Eventually(t, "the reply to Ana's why to be lost", func() bool { return d.cuts.Load() == 1 })
+	testutil.Eventually(t, "Ben to see Ana's why", func() bool {
+		rec, _ := ben.Record(id)
+		return rec.Why == "It is the cheapest."
+	})
+	if _, err := ben.SetWhy(testCtx(t, 10*time.Second), id, "Phones need it."); err != nil {
+		t.Fatalf("Ben's why: %v", err)
+	}
+	close(gate)
+	if err := <-set; !errors.Is(err, question.ErrStale) {
+		t.Fatalf("Ana's resent why was reported %v; want refused as stale", err)
+	}
+	for _, m := range []*replica.Client{ana, ben} {
+		testutil.Eventually(t, "Ben's why to stay", func() bool {
+			rec, _ := m.Record(id)
+			return rec.Why == "Phones need it." && rec.WhyBy == "ben"
+		})
+	}
+}

@@ -497,7 +497,7 @@ func (m *Why) validate() error {
 	if err := checkID("id", m.ID); err != nil {
 		return err
 	}
-	if len(m.Text) > maxText {
+	if len(m.Text) > maxText || m.Seen != nil && len(*m.Seen) > maxText {
 		return errors.New("text too long")
 	}
 	return nil

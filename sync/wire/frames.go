@@ -191,6 +191,9 @@ type Why struct {
 	ID         string `json:"id"`
 	Text       string `json:"text"`
 	Generation uint64 `json:"generation,omitempty"`
+	// Seen is the why the member displayed when they set theirs
+	// (question.WhyRequest.Seen); absent sets it whatever it is.
+	Seen *string `json:"seen,omitempty"`
 }
 
 // Sync carries one automerge sync message for a decision.
