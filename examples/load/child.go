@@ -85,17 +85,7 @@ func (c *child) rssMB() float64 {
 // the like), or zeros where /proc does not tell.
 func (c *child) usage() (cpu time.Duration, writes int64) {
 	pid := c.cmd.Process.Pid
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command's closing parenthesis; utime and stime
-		// are the 12th and 13th of them, in USER_HZ (100 a second).
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
-				u, _ := strconv.ParseInt(f[11], 10, 64)
-				s, _ := strconv.ParseInt(f[12], 10, 64)
-				cpu = time.Duration(u+s) * 10 * time.Millisecond
-			}
-		}
-	}
+	cpu = procCPU(pid)
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "syscw: "); ok {
@@ -104,6 +94,25 @@ func (c *child) usage() (cpu time.Duration, writes int64) {
 		}
 	}
 	return cpu, writes
+}
+
+// procCPU reads a process's CPU time so far (user and system), or zero
+// where /proc does not tell.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis; utime and stime
+	// are the 12th and 13th of them, in USER_HZ (100 a second).
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+		if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			return time.Duration(u+s) * 10 * time.Millisecond
+		}
+	}
+	return 0
 }
 
 func statusMB(path, field string) float64 {

@@ -236,9 +236,10 @@ func TestWritersThroughRebases(t *testing.T) {
 }
 
 // TestMain lets the test binary stand in for the load command's driver
-// processes: throughputIn starts this same executable with -drive.
+// processes and its server child: throughputIn and w5Run start this same
+// executable with -drive, and w5Run with -serve.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "-drive" {
+	if len(os.Args) > 1 && (os.Args[1] == "-drive" || os.Args[1] == "-serve") {
 		main()
 		return
 	}
@@ -280,5 +281,45 @@ func TestThroughputInDrivers(t *testing.T) {
 	cl.mu.Unlock()
 	if n >= writers*per {
 		t.Fatalf("the history holds %d changes after %d writes: no rebase happened", n, writers*per)
+	}
+}
+
+// TestW5 runs W5 tiny, end to end: a server child on bbolt, two
+// documents of three members in two driver processes (this test binary),
+// two seconds of writing. Every write made is seen by every other member
+// of its document, and the figures are there and sane.
+func TestW5(t *testing.T) {
+	res, err := w5Run(t.TempDir(), w5Config{Docs: 2, Members: 3, Seconds: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", strings.Join(res.rows(), "\n"))
+	if !res.finished || res.made == 0 || res.seenAll != res.made || res.failed != 0 {
+		t.Fatalf("%d writes made (%d failed), %d seen by every other member, finished %v; want all seen", res.made, res.failed, res.seenAll, res.finished)
+	}
+	// Each member writes about once a second: 2 documents × 3 members × 2 s.
+	if res.planned != 12 || res.made < 6 || res.made > 24 {
+		t.Fatalf("%d writes made, %d planned", res.made, res.planned)
+	}
+	if res.pairs != int64(2*res.made) {
+		t.Fatalf("%d (write, other member) pairs observed for %d writes of 3 members", res.pairs, res.made)
+	}
+	if res.p50 <= 0 || res.p50 > res.p99 || res.p99 > res.max || res.max > 10*time.Second {
+		t.Fatalf("fan-out p50 / p99 / max %v / %v / %v", res.p50, res.p99, res.max)
+	}
+	if res.serverCPU <= 0 || res.clientCPU <= 0 || res.phase < 2*time.Second {
+		t.Fatalf("server CPU %v, clients' CPU %v over %v", res.serverCPU, res.clientCPU, res.phase)
+	}
+	if res.rssBefore <= 0 || res.rssConn <= 0 || res.peakRSS < res.rssConn || res.peakRSS < res.rssAfter {
+		t.Fatalf("server RSS: %.1f MB before, %.1f MB connected, %.1f MB after, %.1f MB peak", res.rssBefore, res.rssConn, res.rssAfter, res.peakRSS)
+	}
+	if res.loadStart == ([3]float64{}) && res.loadEnd == ([3]float64{}) {
+		t.Fatal("no load average read")
+	}
+	rows := strings.Join(res.rows(), "\n")
+	for _, want := range []string{"fan-out p50 / p99 / max", "writes seen by every other member / planned", "server CPU per write", "server RSS peak", "client CPU per received change", "load average"} {
+		if !strings.Contains(rows, want) {
+			t.Fatalf("no %q in\n%s", want, rows)
+		}
 	}
 }

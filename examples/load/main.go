@@ -13,10 +13,26 @@
 // own. A client the server drops (a slow consumer whose outbox filled)
 // reconnects as the page does, and the runs report how many did.
 //
+// -w5 runs W5 instead, many documents at human rates (w5.go), once per
+// document count, each on a fresh server: D documents of -w5-members
+// members (5), each member a sync/replica client writing one mark a
+// second (± 50%, uniform) for -w5-seconds (30), all documents at once.
+// The members live in driver processes (200 to a process, at least 2;
+// -w5-procs sets the count). It reports fan-out p50 / p99 / max (from
+// a write's making until the last other member of its document shows
+// it), writes seen by every other member against those planned, server
+// CPU per write, the server's peak RSS and its RSS growth per open
+// document and per connection, the clients' CPU per received change, and
+// the load average at the start and end of each run.
+//
 //	go run ./load                      # the default runs
 //	go run ./load -clients 2,16 -writes 512
 //	go run ./load -writers 256 -procs 4   # 256 writers in 4 driver processes
 //	go run ./load -nodes 3             # 3 nodes on JetStream R3 beside 1 bbolt node (cluster.go)
+//	go run ./load -w5 10,100           # W5 alone, with 10 and then 100 documents
+//
+// LOAD_CPUPROFILE=path writes a CPU profile of this process (with -w5,
+// of each driver process, to path.w5-N).
 package main
 
 import (
@@ -51,8 +67,20 @@ func main() {
 	procs := flag.Int("procs", 0, "driver processes the throughput runs' writers are spread over (0: one per 64 writers)")
 	driveFlag := flag.Bool("drive", false, "run as a driver child of a throughput run (procs.go)")
 	doc := flag.String("doc", "", "document (with -drive)")
-	first := flag.Int("first", 0, "index of the first writer (with -drive)")
+	first := flag.Int("first", 0, "index of the first writer (with -drive; with -drive -w5: the driver's number)")
+	w5 := flag.String("w5", "", "document counts for W5, many documents at human rates (w5.go); runs W5 alone")
+	w5Members := flag.Int("w5-members", 5, "members of each W5 document")
+	w5Seconds := flag.Int("w5-seconds", 30, "how long W5's members write, in seconds")
+	w5Procs := flag.Int("w5-procs", 0, "driver processes W5's members are spread over (0: one per 200 members, at least 2)")
 	flag.Parse()
+	if *driveFlag && *w5 != "" {
+		if err := driveW5(*addr, parseInts(*w5)[0], *w5Members, time.Duration(*w5Seconds)*time.Second, *first, *procs); err != nil {
+			fmt.Println("error", err)
+			fmt.Fprintln(os.Stderr, "w5 driver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *driveFlag {
 		if err := drive(*addr, *doc, *first, parseInts(*writers)[0], *writes); err != nil {
 			fmt.Fprintln(os.Stderr, "driver:", err)
@@ -77,6 +105,13 @@ func main() {
 	if *serve {
 		if err := runServer(*addr, *data); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *w5 != "" {
+		if err := w5Runs(parseInts(*w5), *w5Members, time.Duration(*w5Seconds)*time.Second, *w5Procs); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
 		}
 		return
@@ -122,7 +157,7 @@ func run(clientCounts []int, latencyWrites int, writerCounts []int, writes, miss
 	gcDone := make(chan struct{})
 	go func() {
 		defer close(gcDone)
-		collectGarbage(gcCtx, memtrace)
+		collectGarbage(gcCtx, 250*time.Millisecond, memtrace)
 	}()
 	defer func() { stopGC(); <-gcDone }()
 	fmt.Println("| figure | result |")

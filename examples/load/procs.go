@@ -36,7 +36,7 @@ import (
 func drive(addr, doc string, first, writers, per int) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go collectGarbage(ctx, nil)
+	go collectGarbage(ctx, 250*time.Millisecond, nil)
 	srv := &child{addr: addr, doc: doc}
 	cs := make([]*client, writers)
 	for i := range cs {
@@ -104,13 +104,13 @@ func sameHeads(cs []*client) string {
 	return h
 }
 
-// collectGarbage runs the collector every 250 ms until ctx ends, and
+// collectGarbage runs the collector every interval until ctx ends, and
 // then after, if set. The replicas' automerge memory is freed by
 // finalizers, and the Go heap alone is too small for the collector to run
 // often enough: hundreds of replicas would pile up gigabytes of garbage
 // between collections.
-func collectGarbage(ctx context.Context, after func()) {
-	t := time.NewTicker(250 * time.Millisecond)
+func collectGarbage(ctx context.Context, interval time.Duration, after func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -133,12 +133,17 @@ type driver struct {
 }
 
 func startDriver(srv *child, first, writers, per int) (*driver, error) {
+	return startDriverArgs("-drive", "-addr", srv.addr, "-doc", srv.doc,
+		"-first", strconv.Itoa(first), "-writers", strconv.Itoa(writers), "-writes", strconv.Itoa(per))
+}
+
+// startDriverArgs starts this binary with args as a driver process.
+func startDriverArgs(args ...string) (*driver, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-drive", "-addr", srv.addr, "-doc", srv.doc,
-		"-first", strconv.Itoa(first), "-writers", strconv.Itoa(writers), "-writes", strconv.Itoa(per))
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -155,6 +160,7 @@ func startDriver(srv *child, first, writers, per int) (*driver, error) {
 	go func() {
 		defer close(d.lines)
 		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20) // a W5 driver's record lines grow with the run's length
 		for sc.Scan() {
 			d.lines <- sc.Text()
 		}
