@@ -165,9 +165,13 @@ export function adoptDoc(c, d, srv) {
 
 /**
  * Queues a question:changes frame; frames of the same decision that
- * arrive before the queue is flushed (see incoming; or before the next
- * frame of another kind) are applied together, in order, with the last
- * frame's heads.
+ * arrive before the queue is flushed (or before the next frame of another
+ * kind) are applied together, in order, with the last frame's heads.
+ * automerge's cost per call grows with the document while its cost per
+ * change in a call does not, so the queue is flushed at the end of the
+ * task when the replica has been idle, otherwise once as much time has
+ * passed since the last apply as that apply took: under load applying
+ * takes at most about half the time, and each call takes more changes.
  * @param {Client} c
  * @param {any} m
  */

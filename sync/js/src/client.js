@@ -1,65 +1,35 @@
 // A member's connection to one document's decisions: Accord's sync
 // protocol (docs/PROTOCOL.md) over a WebSocket in msgpack (binary) frames,
-// with a real automerge replica of each decision's shared draft.
+// with a real automerge replica of each decision's shared draft. It
+// follows the Go client (sync/replica), and never uses automerge's sync
+// protocol or its sync frames.
 //
-// It mirrors the Go client (sync/replica):
-//   - hello lists, per decision, the last heads the server accepted; the
-//     server answers with question:changes since then, or question:doc;
-//   - local edits apply to the replica at once and go out as question:edit
-//     carrying the changes since the accepted heads, one edit in flight per
-//     decision (changes made meanwhile go in the next);
-//   - a refusal with reset replaces the replica with the accepted document
-//     the reply carries, under a fresh actor;
-//   - Save first waits until the replica's edits are accepted, so the heads
-//     it claims are the ones displayed;
-//   - definitions are adopted forward only (never fewer options or
-//     criteria than held);
-//   - a lost connection is redialled with the same jittered exponential
-//     backoff, restarted after a connection that stayed up a while or that
-//     the server closed with 1012 or 1013 (reconnectDelay, restartsBackoff),
-//     and a replica missing changes reconnects to catch up;
-//   - a request awaiting its reply when the connection is lost is sent
-//     again, unchanged, once the next connection is welcomed, and settles
-//     with the outcome the server gives it (one that had taken effect is
-//     answered as it was, repeated); only an ask fails, as disconnected;
-//   - question:changes frames (one change or a commit group's several)
-//     that arrive together are applied in one call, and whether a frame's
-//     heads are in the history is read from the heads the replica has
-//     held, never from automerge's hasHeads, whose cost grows with the
-//     history (issue 10, bench/apply.mjs);
-//   - a rebased document (question:doc or a reset whose history lacks the
-//     accepted heads) replaces the replica, which carries its unaccepted
-//     draft values over as fresh edits;
-//   - with a Storage, each decision's accepted revision, its unaccepted
-//     local changes, its record and whether this member edited it are
-//     kept (debounced, after every change) and restored when a client of
-//     the same document and member starts again, before it connects;
-//   - presence is published paced and the others' is kept (presence.js);
-//     a value this member had set that another member's accepted edit
-//     replaced is reported once, from the cells of question:changes
-//     (catch-up frames carry none).
-// The client never uses automerge's sync protocol or its sync frames.
+// Client holds the state and the API. Its methods' bodies are functions of
+// the same name, taking the client first, in the module of their concern:
+//   connection.js  dial, hello, frames in arrival order, redials
+//   apply.js       frames applied to the replicas (documents, changes, events)
+//   records.js     the decisions held and their records
+//   edits.js       local edits, their replies and resets, flush
+//   requests.js    requests, kept across a lost connection, and their outcomes
+//   reads.js       a decision's state, and the waits (ready, open, until)
+//   storage.js     drafts kept in a Storage and restored before connecting
+//   presence.js    presence, and overwritten values reported
 
 import * as R from "./replica.js";
-import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
-import { RefusedError, StorageError, refusal } from "./errors.js";
-import * as Drafts from "./storage.js";
+import { RefusedError, StorageError } from "./errors.js";
+import * as Apply from "./apply.js";
+import * as Connection from "./connection.js";
+import { MAX_BACKOFF, MIN_BACKOFF, syncURL } from "./connection.js";
 import * as Edits from "./edits.js";
 import * as Presence from "./presence.js";
 import { Peers, PresenceOut, presenceState } from "./presence.js";
-import * as Apply from "./apply.js";
-import { knows, noteHeads, same, settle, union } from "./apply.js";
-import * as Connection from "./connection.js";
-import { MAX_BACKOFF, MIN_BACKOFF, reconnectDelay, syncURL } from "./connection.js";
 import * as Reads from "./reads.js";
 import * as Records from "./records.js";
 import * as Requests from "./requests.js";
-import { cellProvenance, display, normalizeRecord } from "./records.js";
+import * as Drafts from "./storage.js";
 
 export { display, findingsOf, forward } from "./records.js";
 export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connection.js";
-
-const A = R.A;
 
 /**
  * @typedef {{id: string, label: string}} Item
@@ -256,13 +226,8 @@ export class Client {
     this.timer = /** @type {any} */ (null);
     this.notifyQueued = false;
     /**
-     * question:changes frames not applied yet, by decision. automerge's
-     * cost per call grows with the document while its cost per change in
-     * a call does not, so frames are applied together: at the end of the
-     * task when the replica has been idle, otherwise once as much time
-     * has passed since the last apply as that apply took (see
-     * queueChanges), so that under load applying takes at most about half
-     * the time and each call takes more changes.
+     * question:changes frames not applied yet, by decision, to be applied
+     * together (see queueChanges).
      * @private
      * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
@@ -297,6 +262,7 @@ export class Client {
     };
   }
 
+  /** Tells the listeners, in a microtask, that something changed. */
   notify() {
     this.version++; // state() reads afresh from now on
     if (this.notifyQueued) return;
@@ -308,289 +274,81 @@ export class Client {
     });
   }
 
+  // ---- connection (connection.js) ----
+
   /**
    * Connects (and redials whenever the connection is lost). With a
    * storage, the stored drafts are restored first.
    */
-  start() {
-    Connection.start(this);
-  }
-
-  // ---- storage ----
-
-  /** The storage key of this client's drafts: the server, the document, the member. */
-  storageKey() {
-    return Drafts.storageKey(this);
-  }
-
-  /**
-   * Reports a storage problem; it never stops the client.
-   * @param {StorageError} err
-   */
-  storageFailed(err) {
-    Drafts.storageFailed(this, err);
-  }
-
-  /**
-   * Reads the stored drafts once (bounded: a storage that does not answer
-   * within restoreTimeout is reported and the client goes on without it,
-   * leaving the stored drafts untouched for a later start).
-   * @returns {Promise<void>}
-   */
-  restore() {
-    return Drafts.restore(this);
-  }
-
-  /**
-   * Takes the stored record v as this client's decisions.
-   * @param {any} v
-   */
-  restoreFrom(v) {
-    Drafts.restoreFrom(this, v);
-  }
-
-  /** Arms the write of the drafts that changed since they were stored. */
-  scheduleStore() {
-    Drafts.scheduleStore(this);
-  }
-
-  /**
-   * Writes every decision's draft to the storage now (after the writes
-   * already under way). Resolves once it is written; a failure is
-   * reported, not thrown.
-   * @returns {Promise<void>}
-   */
-  flushStorage() {
-    return Drafts.flushStorage(this);
-  }
-
-  /**
-   * Writes every decision's draft now (see flushStorage).
-   * @returns {Promise<void>}
-   */
-  store() {
-    return Drafts.store(this);
-  }
-
-  /**
-   * Forgets the stored drafts of this document and member.
-   * @returns {Promise<void>}
-   */
-  forgetStored() {
-    return Drafts.forgetStored(this);
-  }
+  start() { Connection.start(this); }
 
   /** Closes the connection for good (switching member, leaving). */
-  stop() {
-    Connection.stop(this);
-  }
+  stop() { Connection.stop(this); }
 
   /** Dials; a lost connection redials (see lost). */
-  connect() {
-    Connection.connect(this);
-  }
+  connect() { Connection.connect(this); }
+
+  /** A decoded frame of ws, handled in arrival order. @private @param {WebSocket} ws @param {any} m */
+  receive(ws, m) { Connection.receive(this, ws, m); }
+
+  /** Handles a frame: presence, or any other. @private @param {any} m */
+  deliver(m) { Connection.deliver(this, m); }
 
   /**
-   * Handles a decoded frame of ws in arrival order (a compressed
-   * document inflates first, the frames after it waiting).
-   * @private
-   * @param {WebSocket} ws
-   * @param {any} m
-   */
-  receive(ws, m) {
-    Connection.receive(this, ws, m);
-  }
-
-  /**
-   * Handles a frame, in arrival order.
-   * @private
-   * @param {any} m
-   */
-  deliver(m) {
-    Connection.deliver(this, m);
-  }
-
-  /**
-   * The connection is gone: requests wait for the next one (an ask
-   * fails), and a redial follows the backoff unless it was refused.
+   * The connection is gone: a redial follows the backoff, unless refused.
    * @param {number} [code] the close code
    * @param {number} [retryAfter]
    * @param {boolean} [unopened] the socket never opened
    */
-  lost(code = 0, retryAfter = 0, unopened = false) {
-    Connection.lost(this, code, retryAfter, unopened);
-  }
+  lost(code = 0, retryAfter = 0, unopened = false) { Connection.lost(this, code, retryAfter, unopened); }
 
   /** Ends the connection so the reconnect's hello catches the replicas up. */
-  resync() {
-    Connection.resync(this);
-  }
+  resync() { Connection.resync(this); }
 
-  /** @param {any} m */
-  send(m) {
-    return Connection.send(this, m);
-  }
+  /** Sends a frame; false when the connection is not open. @param {any} m */
+  send(m) { return Connection.send(this, m); }
 
-  /**
-   * Fails the requests awaiting a reply; with keep, only asks (the others are sent again on the next connection).
-   * @private
-   * @param {string} reason
-   * @param {boolean} [keep]
-   */
-  failPending(reason, keep) {
-    Requests.failPending(this, reason, keep);
-  }
+  // ---- frames from the server (apply.js) and the records they carry (records.js) ----
+
+  /** Handles a decoded frame. @private @param {any} m */
+  handle(m) { Apply.handle(this, m); }
+
+  /** A whole document (question:doc). @param {any} m */
+  applyDoc(m) { Apply.applyDoc(this, m); }
 
   /**
-   * Sends a request and waits for its reply (see Requests.request): never rejects.
-   * @private
-   * @param {string} kind
-   * @param {Record<string, any>} fields
-   * @returns {Promise<any>} the reply (open: each kind has fields of its own)
-   */
-  request(kind, fields) {
-    return Requests.request(this, kind, fields);
-  }
-
-  // ---- frames from the server ----
-
-  /**
-   * Handles a decoded frame (see Apply.handle).
-   * @private @param {any} m
-   */
-  handle(m) {
-    Apply.handle(this, m);
-  }
-
-  /**
-   * @param {string} id
-   * @returns {Decision}
-   */
-  decision(id) {
-    return Records.decision(this, id);
-  }
-
-  /**
-   * Forgets the decisions the welcome does not name (restored, but gone from the server).
-   * @param {any[]} records
-   */
-  dropUnnamed(records) {
-    Records.dropUnnamed(this, records);
-  }
-
-  /** @param {DecisionRecord} rec */
-  adoptRecord(rec) {
-    Records.adoptRecord(this, rec);
-  }
-
-  /**
-   * @param {string} id
-   * @param {Definition} def
-   */
-  adoptDefinition(id, def) {
-    Records.adoptDefinition(this, id, def);
-  }
-
-  /**
-   * A whole document (question:doc): the first load of a decision, a
-   * catch-up the server sends whole, or a rebased document.
-   * @param {any} m
-   */
-  applyDoc(m) {
-    Apply.applyDoc(this, m);
-  }
-
-  /**
-   * Takes srv, a document the server sent whole, as the decision's replica: merged when its history holds the accepted heads, otherwise a rebased document that replaces it, the unaccepted draft values carried over.
+   * Takes a document the server sent whole as the decision's replica.
    * @param {Decision} d
    * @param {any} srv
    * @returns {"merged"|"rebased"|"loaded"}
    */
-  adoptDoc(d, srv) {
-    return Apply.adoptDoc(this, d, srv);
-  }
+  adoptDoc(d, srv) { return Apply.adoptDoc(this, d, srv); }
 
-  /**
-   * Queues a question:changes frame, to be applied with the others of its decision.
-   * @param {any} m
-   */
-  queueChanges(m) {
-    Apply.queueChanges(this, m);
-  }
+  /** Queues a question:changes frame, applied with its decision's others. @param {any} m */
+  queueChanges(m) { Apply.queueChanges(this, m); }
 
   /** Applies the queued question:changes frames, one call per decision. */
-  flushChanges() {
-    Apply.flushChanges(this);
-  }
+  flushChanges() { Apply.flushChanges(this); }
 
-  /**
-   * Accepted changes (question:changes): one change or several
-   * concatenated (a commit group's), applied in one call, with the heads
-   * after them. Its cost does not grow with the decision's history.
-   * @param {any} m
-   */
-  applyChanges(m) {
-    Apply.applyChanges(this, m);
-  }
+  /** Accepted changes (question:changes), applied in one call. @param {any} m */
+  applyChanges(m) { Apply.applyChanges(this, m); }
 
-  /**
-   * Reports each value this member had set that another member's
-   * accepted edit replaced, once: the cells travel only with changes as
-   * they are accepted, never with a catch-up.
-   * @param {string} id
-   * @param {any[]} cells
-   */
-  noticeOverwrites(id, cells) {
-    Presence.noticeOverwrites(this, id, cells);
-  }
+  /** Another member's change to a decision's record. @param {any} m */
+  event(m) { Apply.event(this, m); }
 
-  /** @param {any} m */
-  event(m) {
-    Apply.event(this, m);
-  }
+  /** The decision id, added when it is new. @param {string} id @returns {Decision} */
+  decision(id) { return Records.decision(this, id); }
 
-  /** @param {any} m */
-  reply(m) {
-    Requests.reply(this, m);
-  }
+  /** Forgets the decisions the welcome does not name. @param {any[]} records */
+  dropUnnamed(records) { Records.dropUnnamed(this, records); }
 
-  /**
-   * Whether the decision's replica holds every one of heads.
-   * @param {string} id
-   * @param {string[]} heads
-   */
-  holdsHeads(id, heads) {
-    return Requests.holdsHeads(this, id, heads);
-  }
+  /** Takes a record from the server, its definition forward only. @param {DecisionRecord} rec */
+  adoptRecord(rec) { Records.adoptRecord(this, rec); }
 
-  /**
-   * Resolves the replies waiting for a decision's changes: those whose
-   * heads the replica now holds, or all of them after a rebased document
-   * (which holds their effect under another history).
-   * @param {string} id
-   * @param {boolean} rebased
-   */
-  arrived(id, rebased) {
-    Requests.arrived(this, id, rebased);
-  }
+  /** Takes a definition from the server, forward only. @param {string} id @param {Definition} def */
+  adoptDefinition(id, def) { Records.adoptDefinition(this, id, def); }
 
-  /**
-   * The reply to a decision's edit in flight (see Edits.editReply).
-   * @param {any} m
-   */
-  editReply(m) {
-    Edits.editReply(this, m);
-  }
-
-  // ---- local edits ----
-
-  /**
-   * Sends the decision's unaccepted changes when nothing is in flight.
-   * @param {Decision} d
-   */
-  push(d) {
-    Edits.push(this, d);
-  }
+  // ---- local edits (edits.js) ----
 
   /**
    * Applies a local edit to a decision's replica and sends it. The
@@ -601,9 +359,7 @@ export class Client {
    * @param {string} id
    * @param {(doc: any) => any} fn returns the new document
    */
-  edit(id, fn) {
-    Edits.edit(this, id, fn);
-  }
+  edit(id, fn) { Edits.edit(this, id, fn); }
 
   /**
    * Replaces a written answer by the smallest splice.
@@ -653,21 +409,34 @@ export class Client {
     this.edit(id, (doc) => R.setMark(doc, qid, opt, crit, mark));
   }
 
+  /** Sends the decision's unaccepted changes when nothing is in flight. @param {Decision} d */
+  push(d) { Edits.push(this, d); }
+
+  /** The reply to the decision's edit in flight. @param {any} m */
+  editReply(m) { Edits.editReply(this, m); }
+
+  /** Whether the decision has changes in flight or not accepted. @param {Decision} d */
+  unsent(d) { return Edits.unsent(this, d); }
+
   /**
-   * The current draft of a decision, read from its replica (cached by
-   * heads): {generation, questions: {qid: {text, choices, marks}}}.
-   * @param {Decision} d
+   * Waits until none of ids has an edit in flight or unsent: false after ms.
+   * @param {string[]} ids
+   * @param {number} ms
    */
-  draft(d) {
-    return Reads.draft(this, d);
-  }
+  idle(ids, ms) { return Edits.idle(this, ids, ms); }
 
-  /** @param {Decision} d */
-  unsent(d) {
-    return Edits.unsent(this, d);
-  }
+  /**
+   * Resolves once the decisions' edits are all accepted (none unsent or
+   * in flight), waiting through a lost connection; rejects with the
+   * refusal of an edit the server refused meanwhile (its replica then
+   * shows the accepted draft again), or with disconnected (no connection
+   * when called, or none at the end) or timeout after ms.
+   * @param {string[]} [ids] every decision when omitted
+   * @param {number} [ms]
+   */
+  flush(ids, ms = this.requestTimeout) { return Edits.flush(this, ids, ms); }
 
-  // ---- reading ----
+  // ---- reading (reads.js) ----
 
   /**
    * The decisions' records, in the server's order.
@@ -686,9 +455,7 @@ export class Client {
    * @param {string} id
    * @returns {DecisionState|null}
    */
-  state(id) {
-    return Reads.state(this, id);
-  }
+  state(id) { return Reads.state(this, id); }
 
   /**
    * Calls fn with a decision's state now and after every change to it.
@@ -697,21 +464,19 @@ export class Client {
    * @param {(state: DecisionState|null) => void} fn
    * @returns {() => void}
    */
-  watch(id, fn) {
-    return Reads.watch(this, id, fn);
-  }
+  watch(id, fn) { return Reads.watch(this, id, fn); }
+
+  /** The decision's current draft, read from its replica (cached by heads). @param {Decision} d */
+  draft(d) { return Reads.draft(this, d); }
 
   /**
-   * Resolves when pred() holds, checked after every change; rejects with
-   * a RefusedError (reason timeout) after ms.
+   * Resolves when pred() holds; rejects with timeout after ms.
    * @param {() => boolean} pred
    * @param {number} ms
    * @param {string} what
    * @returns {Promise<void>}
    */
-  until(pred, ms, what) {
-    return Reads.until(this, pred, ms, what);
-  }
+  until(pred, ms, what) { return Reads.until(this, pred, ms, what); }
 
   /**
    * Resolves once the server has welcomed this client and every decision
@@ -722,9 +487,7 @@ export class Client {
    * @param {number} [ms]
    * @param {boolean} [unreachable] reject with unreachable too
    */
-  ready(ms = this.requestTimeout, unreachable = false) {
-    return Reads.ready(this, ms, unreachable);
-  }
+  ready(ms = this.requestTimeout, unreachable = false) { return Reads.ready(this, ms, unreachable); }
 
   /**
    * Resolves with a decision's state once its replica is here (restored
@@ -733,35 +496,14 @@ export class Client {
    * @param {number} [ms]
    * @returns {Promise<DecisionState>}
    */
-  open(id, ms = this.requestTimeout) {
-    return Reads.open(this, id, ms);
+  open(id, ms = this.requestTimeout) { return Reads.open(this, id, ms); }
+
+  /** Decisions this member edited that are still open. */
+  editedOpen() {
+    return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
   }
 
-  /**
-   * Resolves once the decisions' edits are all accepted (none unsent or
-   * in flight), waiting through a lost connection; rejects with the
-   * refusal of an edit the server refused meanwhile (its replica then
-   * shows the accepted draft again), or with disconnected (no connection
-   * when called, or none at the end) or timeout after ms.
-   * @param {string[]} [ids] every decision when omitted
-   * @param {number} [ms]
-   */
-  flush(ids, ms = this.requestTimeout) {
-    return Edits.flush(this, ids, ms);
-  }
-
-  // ---- requests ----
-
-  /**
-   * Waits until none of ids has an edit in flight or unsent (false after
-   * ms, or at once when there is no connection); throws the refusal of an
-   * edit of theirs refused with a reset meanwhile.
-   * @param {string[]} ids
-   * @param {number} ms
-   */
-  idle(ids, ms) {
-    return Edits.idle(this, ids, ms);
-  }
+  // ---- requests (requests.js) ----
 
   /**
    * Creates decisions (question:create). Resolves with their records once
@@ -769,9 +511,7 @@ export class Client {
    * @param {{key: string, origin?: string, definition: Definition}[]} cards
    * @returns {Promise<DecisionRecord[]>}
    */
-  create(cards) {
-    return Requests.create(this, cards);
-  }
+  create(cards) { return Requests.create(this, cards); }
 
   /**
    * Saves one or several decisions at once, each claiming the revision
@@ -782,31 +522,7 @@ export class Client {
    * @param {string[]} ids
    * @returns {Promise<DecisionRecord[]>}
    */
-  save(ids) {
-    return Requests.save(this, ids);
-  }
-
-  /**
-   * Runs a request about one decision, its outcome shown as the decision's note.
-   * @param {string} id
-   * @param {string} kind
-   * @param {Record<string, any>} fields
-   * @param {string} busy
-   * @param {string} okText
-   * @returns {Promise<Reply>}
-   */
-  act(id, kind, fields, busy, okText) {
-    return Requests.act(this, id, kind, fields, busy, okText);
-  }
-
-  /**
-   * The generation of the saved answer the client shows for a decision; undefined unless it shows it settled.
-   * @param {string} id
-   * @returns {number|undefined}
-   */
-  savedGeneration(id) {
-    return Requests.savedGeneration(this, id);
-  }
+  save(ids) { return Requests.save(this, ids); }
 
   /**
    * Reopens the settled decision's saved answer the client shows (one
@@ -815,18 +531,14 @@ export class Client {
    * @param {string} id
    * @returns {Promise<DecisionRecord>}
    */
-  reopen(id) {
-    return Requests.reopen(this, id);
-  }
+  reopen(id) { return Requests.reopen(this, id); }
 
   /**
    * Discards the decision; its history is kept.
    * @param {string} id
    * @returns {Promise<DecisionRecord>}
    */
-  discard(id) {
-    return Requests.discard(this, id);
-  }
+  discard(id) { return Requests.discard(this, id); }
 
   /**
    * Sets the why (one plain sentence; empty clears it) of the settled
@@ -835,8 +547,26 @@ export class Client {
    * @param {string} text
    * @returns {Promise<DecisionRecord>}
    */
-  why(id, text) {
-    return Requests.why(this, id, text);
+  why(id, text) { return Requests.why(this, id, text); }
+
+  /**
+   * Appends an option to question qid (see append).
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} label
+   */
+  appendOption(id, qid, label) {
+    return this.append("option", id, qid, label);
+  }
+
+  /**
+   * Appends a criterion to question qid (see append).
+   * @param {string} id
+   * @param {string} qid
+   * @param {string} label
+   */
+  appendCriterion(id, qid, label) {
+    return this.append("criterion", id, qid, label);
   }
 
   /**
@@ -849,27 +579,51 @@ export class Client {
    * @param {string} label
    * @returns {Promise<Item>} the new option or criterion
    */
-  append(what, id, qid, label) {
-    return Requests.append(this, what, id, qid, label);
-  }
+  append(what, id, qid, label) { return Requests.append(this, what, id, qid, label); }
 
   /**
+   * Runs a request about one decision, its outcome the decision's note.
    * @param {string} id
-   * @param {string} qid
-   * @param {string} label
+   * @param {string} kind
+   * @param {Record<string, any>} fields
+   * @param {string} busy
+   * @param {string} okText
+   * @returns {Promise<Reply>}
    */
-  appendOption(id, qid, label) {
-    return this.append("option", id, qid, label);
-  }
+  act(id, kind, fields, busy, okText) { return Requests.act(this, id, kind, fields, busy, okText); }
 
   /**
+   * The generation of the saved answer shown; undefined unless settled.
    * @param {string} id
-   * @param {string} qid
-   * @param {string} label
+   * @returns {number|undefined}
    */
-  appendCriterion(id, qid, label) {
-    return this.append("criterion", id, qid, label);
-  }
+  savedGeneration(id) { return Requests.savedGeneration(this, id); }
+
+  /**
+   * Sends a request; resolves with its reply, and never rejects.
+   * @private
+   * @param {string} kind
+   * @param {Record<string, any>} fields
+   * @returns {Promise<any>} the reply (open: each kind has fields of its own)
+   */
+  request(kind, fields) { return Requests.request(this, kind, fields); }
+
+  /**
+   * Fails the requests awaiting a reply; with keep, only asks.
+   * @private
+   * @param {string} reason
+   * @param {boolean} [keep]
+   */
+  failPending(reason, keep) { Requests.failPending(this, reason, keep); }
+
+  /** A reply to a request. @param {any} m */
+  reply(m) { Requests.reply(this, m); }
+
+  /** Whether the decision's replica holds every one of heads. @param {string} id @param {string[]} heads */
+  holdsHeads(id, heads) { return Requests.holdsHeads(this, id, heads); }
+
+  /** Resolves the replies waiting for the decision's changes. @param {string} id @param {boolean} rebased */
+  arrived(id, rebased) { Requests.arrived(this, id, rebased); }
 
   // ---- findings (question:explore, question:explore-stop, question:take, question:page) ----
 
@@ -885,6 +639,7 @@ export class Client {
   }
 
   /**
+   * Stops a running finding (question:explore-stop).
    * @param {string} id
    * @param {string} finding
    * @returns {Promise<Reply>}
@@ -915,7 +670,7 @@ export class Client {
     return this.act(id, "question:page", {}, "expanding", "");
   }
 
-  // ---- presence, provenance and overwrites ----
+  // ---- presence (presence.js), provenance and overwrites ----
 
   /**
    * Publishes this connection's presence to the document's other
@@ -960,10 +715,8 @@ export class Client {
     };
   }
 
-  /** Calls the onPresence listeners, once for the changes of this task. */
-  presenceChanged() {
-    Presence.presenceChanged(this);
-  }
+  /** Calls the onPresence listeners, once for this task's changes. */
+  presenceChanged() { Presence.presenceChanged(this); }
 
   /**
    * Who set each value of a decision's current draft, when, and what it
@@ -977,9 +730,7 @@ export class Client {
    * @param {string} id
    * @returns {Promise<CellProvenance[]>}
    */
-  provenance(id) {
-    return Requests.provenance(this, id);
-  }
+  provenance(id) { return Requests.provenance(this, id); }
 
   /**
    * Calls fn once for each value this member had set that another
@@ -996,11 +747,49 @@ export class Client {
     };
   }
 
-  /** Decisions this member edited that are still open (the Save bar's). */
-  editedOpen() {
-    return this.order.map((id) => /** @type {Decision} */ (this.decisions.get(id))).filter((d) => d && d.edited && d.record.status === "open");
-  }
+  /**
+   * Reports the values of this member's that another member's edit replaced.
+   * @param {string} id
+   * @param {any[]} cells
+   */
+  noticeOverwrites(id, cells) { Presence.noticeOverwrites(this, id, cells); }
+
+  // ---- drafts kept in a storage (storage.js) ----
+
+  /**
+   * Reads the stored drafts once (bounded: a storage that does not answer
+   * within restoreTimeout is reported and the client goes on without it,
+   * leaving the stored drafts untouched for a later start).
+   * @returns {Promise<void>}
+   */
+  restore() { return Drafts.restore(this); }
+
+  /**
+   * Writes every decision's draft to the storage now (after the writes
+   * already under way). Resolves once it is written; a failure is
+   * reported, not thrown.
+   * @returns {Promise<void>}
+   */
+  flushStorage() { return Drafts.flushStorage(this); }
+
+  /**
+   * Forgets the stored drafts of this document and member.
+   * @returns {Promise<void>}
+   */
+  forgetStored() { return Drafts.forgetStored(this); }
+
+  /** The key of this client's drafts: the server, the document, the member. */
+  storageKey() { return Drafts.storageKey(this); }
+
+  /** Reports a storage problem; it never stops the client. @param {StorageError} err */
+  storageFailed(err) { Drafts.storageFailed(this, err); }
+
+  /** Takes the stored record v as this client's decisions. @param {any} v */
+  restoreFrom(v) { Drafts.restoreFrom(this, v); }
+
+  /** Arms the write of the drafts that changed. */
+  scheduleStore() { Drafts.scheduleStore(this); }
+
+  /** Writes every decision's draft now. @returns {Promise<void>} */
+  store() { return Drafts.store(this); }
 }
-
-
-

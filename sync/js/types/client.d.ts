@@ -190,13 +190,8 @@ export class Client {
     timer: any;
     notifyQueued: boolean;
     /**
-     * question:changes frames not applied yet, by decision. automerge's
-     * cost per call grows with the document while its cost per change in
-     * a call does not, so frames are applied together: at the end of the
-     * task when the replica has been idle, otherwise once as much time
-     * has passed since the last apply as that apply took (see
-     * queueChanges), so that under load applying takes at most about half
-     * the time and each call takes more changes.
+     * question:changes frames not applied yet, by decision, to be applied
+     * together (see queueChanges).
      * @private
      * @type {Map<string, {parts: Uint8Array[], heads: string[], cells: any[], ws: any}>}
      */
@@ -226,71 +221,23 @@ export class Client {
      * @returns {() => void}
      */
     subscribe(fn: () => void): () => void;
+    /** Tells the listeners, in a microtask, that something changed. */
     notify(): void;
     /**
      * Connects (and redials whenever the connection is lost). With a
      * storage, the stored drafts are restored first.
      */
     start(): void;
-    /** The storage key of this client's drafts: the server, the document, the member. */
-    storageKey(): string;
-    /**
-     * Reports a storage problem; it never stops the client.
-     * @param {StorageError} err
-     */
-    storageFailed(err: StorageError): void;
-    /**
-     * Reads the stored drafts once (bounded: a storage that does not answer
-     * within restoreTimeout is reported and the client goes on without it,
-     * leaving the stored drafts untouched for a later start).
-     * @returns {Promise<void>}
-     */
-    restore(): Promise<void>;
-    /**
-     * Takes the stored record v as this client's decisions.
-     * @param {any} v
-     */
-    restoreFrom(v: any): void;
-    /** Arms the write of the drafts that changed since they were stored. */
-    scheduleStore(): void;
-    /**
-     * Writes every decision's draft to the storage now (after the writes
-     * already under way). Resolves once it is written; a failure is
-     * reported, not thrown.
-     * @returns {Promise<void>}
-     */
-    flushStorage(): Promise<void>;
-    /**
-     * Writes every decision's draft now (see flushStorage).
-     * @returns {Promise<void>}
-     */
-    store(): Promise<void>;
-    /**
-     * Forgets the stored drafts of this document and member.
-     * @returns {Promise<void>}
-     */
-    forgetStored(): Promise<void>;
     /** Closes the connection for good (switching member, leaving). */
     stop(): void;
     /** Dials; a lost connection redials (see lost). */
     connect(): void;
-    /**
-     * Handles a decoded frame of ws in arrival order (a compressed
-     * document inflates first, the frames after it waiting).
-     * @private
-     * @param {WebSocket} ws
-     * @param {any} m
-     */
+    /** A decoded frame of ws, handled in arrival order. @private @param {WebSocket} ws @param {any} m */
     private receive;
-    /**
-     * Handles a frame, in arrival order.
-     * @private
-     * @param {any} m
-     */
+    /** Handles a frame: presence, or any other. @private @param {any} m */
     private deliver;
     /**
-     * The connection is gone: requests wait for the next one (an ask
-     * fails), and a redial follows the backoff unless it was refused.
+     * The connection is gone: a redial follows the backoff, unless refused.
      * @param {number} [code] the close code
      * @param {number} [retryAfter]
      * @param {boolean} [unopened] the socket never opened
@@ -298,108 +245,35 @@ export class Client {
     lost(code?: number, retryAfter?: number, unopened?: boolean): void;
     /** Ends the connection so the reconnect's hello catches the replicas up. */
     resync(): void;
-    /** @param {any} m */
+    /** Sends a frame; false when the connection is not open. @param {any} m */
     send(m: any): boolean;
-    /**
-     * Fails the requests awaiting a reply; with keep, only asks (the others are sent again on the next connection).
-     * @private
-     * @param {string} reason
-     * @param {boolean} [keep]
-     */
-    private failPending;
-    /**
-     * Sends a request and waits for its reply (see Requests.request): never rejects.
-     * @private
-     * @param {string} kind
-     * @param {Record<string, any>} fields
-     * @returns {Promise<any>} the reply (open: each kind has fields of its own)
-     */
-    private request;
-    /**
-     * Handles a decoded frame (see Apply.handle).
-     * @private @param {any} m
-     */
+    /** Handles a decoded frame. @private @param {any} m */
     private handle;
-    /**
-     * @param {string} id
-     * @returns {Decision}
-     */
-    decision(id: string): Decision;
-    /**
-     * Forgets the decisions the welcome does not name (restored, but gone from the server).
-     * @param {any[]} records
-     */
-    dropUnnamed(records: any[]): void;
-    /** @param {DecisionRecord} rec */
-    adoptRecord(rec: DecisionRecord): void;
-    /**
-     * @param {string} id
-     * @param {Definition} def
-     */
-    adoptDefinition(id: string, def: Definition): void;
-    /**
-     * A whole document (question:doc): the first load of a decision, a
-     * catch-up the server sends whole, or a rebased document.
-     * @param {any} m
-     */
+    /** A whole document (question:doc). @param {any} m */
     applyDoc(m: any): void;
     /**
-     * Takes srv, a document the server sent whole, as the decision's replica: merged when its history holds the accepted heads, otherwise a rebased document that replaces it, the unaccepted draft values carried over.
+     * Takes a document the server sent whole as the decision's replica.
      * @param {Decision} d
      * @param {any} srv
      * @returns {"merged"|"rebased"|"loaded"}
      */
     adoptDoc(d: Decision, srv: any): "merged" | "rebased" | "loaded";
-    /**
-     * Queues a question:changes frame, to be applied with the others of its decision.
-     * @param {any} m
-     */
+    /** Queues a question:changes frame, applied with its decision's others. @param {any} m */
     queueChanges(m: any): void;
     /** Applies the queued question:changes frames, one call per decision. */
     flushChanges(): void;
-    /**
-     * Accepted changes (question:changes): one change or several
-     * concatenated (a commit group's), applied in one call, with the heads
-     * after them. Its cost does not grow with the decision's history.
-     * @param {any} m
-     */
+    /** Accepted changes (question:changes), applied in one call. @param {any} m */
     applyChanges(m: any): void;
-    /**
-     * Reports each value this member had set that another member's
-     * accepted edit replaced, once: the cells travel only with changes as
-     * they are accepted, never with a catch-up.
-     * @param {string} id
-     * @param {any[]} cells
-     */
-    noticeOverwrites(id: string, cells: any[]): void;
-    /** @param {any} m */
+    /** Another member's change to a decision's record. @param {any} m */
     event(m: any): void;
-    /** @param {any} m */
-    reply(m: any): void;
-    /**
-     * Whether the decision's replica holds every one of heads.
-     * @param {string} id
-     * @param {string[]} heads
-     */
-    holdsHeads(id: string, heads: string[]): boolean;
-    /**
-     * Resolves the replies waiting for a decision's changes: those whose
-     * heads the replica now holds, or all of them after a rebased document
-     * (which holds their effect under another history).
-     * @param {string} id
-     * @param {boolean} rebased
-     */
-    arrived(id: string, rebased: boolean): void;
-    /**
-     * The reply to a decision's edit in flight (see Edits.editReply).
-     * @param {any} m
-     */
-    editReply(m: any): void;
-    /**
-     * Sends the decision's unaccepted changes when nothing is in flight.
-     * @param {Decision} d
-     */
-    push(d: Decision): void;
+    /** The decision id, added when it is new. @param {string} id @returns {Decision} */
+    decision(id: string): Decision;
+    /** Forgets the decisions the welcome does not name. @param {any[]} records */
+    dropUnnamed(records: any[]): void;
+    /** Takes a record from the server, its definition forward only. @param {DecisionRecord} rec */
+    adoptRecord(rec: DecisionRecord): void;
+    /** Takes a definition from the server, forward only. @param {string} id @param {Definition} def */
+    adoptDefinition(id: string, def: Definition): void;
     /**
      * Applies a local edit to a decision's replica and sends it. The
      * replica shows it when this returns. Throws a RefusedError (and
@@ -445,14 +319,28 @@ export class Client {
      * @param {"yes"|"partly"|"no"|null} mark
      */
     setMark(id: string, qid: string, opt: string, crit: string, mark: "yes" | "partly" | "no" | null): void;
-    /**
-     * The current draft of a decision, read from its replica (cached by
-     * heads): {generation, questions: {qid: {text, choices, marks}}}.
-     * @param {Decision} d
-     */
-    draft(d: Decision): any;
-    /** @param {Decision} d */
+    /** Sends the decision's unaccepted changes when nothing is in flight. @param {Decision} d */
+    push(d: Decision): void;
+    /** The reply to the decision's edit in flight. @param {any} m */
+    editReply(m: any): void;
+    /** Whether the decision has changes in flight or not accepted. @param {Decision} d */
     unsent(d: Decision): boolean;
+    /**
+     * Waits until none of ids has an edit in flight or unsent: false after ms.
+     * @param {string[]} ids
+     * @param {number} ms
+     */
+    idle(ids: string[], ms: number): Promise<boolean>;
+    /**
+     * Resolves once the decisions' edits are all accepted (none unsent or
+     * in flight), waiting through a lost connection; rejects with the
+     * refusal of an edit the server refused meanwhile (its replica then
+     * shows the accepted draft again), or with disconnected (no connection
+     * when called, or none at the end) or timeout after ms.
+     * @param {string[]} [ids] every decision when omitted
+     * @param {number} [ms]
+     */
+    flush(ids?: string[], ms?: number): Promise<void>;
     /**
      * The decisions' records, in the server's order.
      * @returns {DecisionRecord[]}
@@ -476,9 +364,10 @@ export class Client {
      * @returns {() => void}
      */
     watch(id: string, fn: (state: DecisionState | null) => void): () => void;
+    /** The decision's current draft, read from its replica (cached by heads). @param {Decision} d */
+    draft(d: Decision): any;
     /**
-     * Resolves when pred() holds, checked after every change; rejects with
-     * a RefusedError (reason timeout) after ms.
+     * Resolves when pred() holds; rejects with timeout after ms.
      * @param {() => boolean} pred
      * @param {number} ms
      * @param {string} what
@@ -503,24 +392,8 @@ export class Client {
      * @returns {Promise<DecisionState>}
      */
     open(id: string, ms?: number): Promise<DecisionState>;
-    /**
-     * Resolves once the decisions' edits are all accepted (none unsent or
-     * in flight), waiting through a lost connection; rejects with the
-     * refusal of an edit the server refused meanwhile (its replica then
-     * shows the accepted draft again), or with disconnected (no connection
-     * when called, or none at the end) or timeout after ms.
-     * @param {string[]} [ids] every decision when omitted
-     * @param {number} [ms]
-     */
-    flush(ids?: string[], ms?: number): Promise<void>;
-    /**
-     * Waits until none of ids has an edit in flight or unsent (false after
-     * ms, or at once when there is no connection); throws the refusal of an
-     * edit of theirs refused with a reset meanwhile.
-     * @param {string[]} ids
-     * @param {number} ms
-     */
-    idle(ids: string[], ms: number): Promise<boolean>;
+    /** Decisions this member edited that are still open. */
+    editedOpen(): Decision[];
     /**
      * Creates decisions (question:create). Resolves with their records once
      * their documents are here.
@@ -542,22 +415,6 @@ export class Client {
      * @returns {Promise<DecisionRecord[]>}
      */
     save(ids: string[]): Promise<DecisionRecord[]>;
-    /**
-     * Runs a request about one decision, its outcome shown as the decision's note.
-     * @param {string} id
-     * @param {string} kind
-     * @param {Record<string, any>} fields
-     * @param {string} busy
-     * @param {string} okText
-     * @returns {Promise<Reply>}
-     */
-    act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<Reply>;
-    /**
-     * The generation of the saved answer the client shows for a decision; undefined unless it shows it settled.
-     * @param {string} id
-     * @returns {number|undefined}
-     */
-    savedGeneration(id: string): number | undefined;
     /**
      * Reopens the settled decision's saved answer the client shows (one
      * saved again since is refused as stale); resolves once the replica
@@ -581,6 +438,20 @@ export class Client {
      */
     why(id: string, text: string): Promise<DecisionRecord>;
     /**
+     * Appends an option to question qid (see append).
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} label
+     */
+    appendOption(id: string, qid: string, label: string): Promise<Item>;
+    /**
+     * Appends a criterion to question qid (see append).
+     * @param {string} id
+     * @param {string} qid
+     * @param {string} label
+     */
+    appendCriterion(id: string, qid: string, label: string): Promise<Item>;
+    /**
      * Appends an option or a criterion; resolves once its cells can be
      * marked. The idempotency key is kept until a definite answer, so a
      * retry after a lost connection reuses it.
@@ -592,17 +463,42 @@ export class Client {
      */
     append(what: "option" | "criterion", id: string, qid: string, label: string): Promise<Item>;
     /**
+     * Runs a request about one decision, its outcome the decision's note.
      * @param {string} id
-     * @param {string} qid
-     * @param {string} label
+     * @param {string} kind
+     * @param {Record<string, any>} fields
+     * @param {string} busy
+     * @param {string} okText
+     * @returns {Promise<Reply>}
      */
-    appendOption(id: string, qid: string, label: string): Promise<Item>;
+    act(id: string, kind: string, fields: Record<string, any>, busy: string, okText: string): Promise<Reply>;
     /**
+     * The generation of the saved answer shown; undefined unless settled.
      * @param {string} id
-     * @param {string} qid
-     * @param {string} label
+     * @returns {number|undefined}
      */
-    appendCriterion(id: string, qid: string, label: string): Promise<Item>;
+    savedGeneration(id: string): number | undefined;
+    /**
+     * Sends a request; resolves with its reply, and never rejects.
+     * @private
+     * @param {string} kind
+     * @param {Record<string, any>} fields
+     * @returns {Promise<any>} the reply (open: each kind has fields of its own)
+     */
+    private request;
+    /**
+     * Fails the requests awaiting a reply; with keep, only asks.
+     * @private
+     * @param {string} reason
+     * @param {boolean} [keep]
+     */
+    private failPending;
+    /** A reply to a request. @param {any} m */
+    reply(m: any): void;
+    /** Whether the decision's replica holds every one of heads. @param {string} id @param {string[]} heads */
+    holdsHeads(id: string, heads: string[]): boolean;
+    /** Resolves the replies waiting for the decision's changes. @param {string} id @param {boolean} rebased */
+    arrived(id: string, rebased: boolean): void;
     /**
      * Attaches started work (a research request or an investigation the
      * host started) or asks a member (question:explore).
@@ -617,6 +513,7 @@ export class Client {
         focus?: string;
     }): Promise<Reply>;
     /**
+     * Stops a running finding (question:explore-stop).
      * @param {string} id
      * @param {string} finding
      * @returns {Promise<Reply>}
@@ -668,7 +565,7 @@ export class Client {
      * @returns {() => void}
      */
     onPresence(fn: () => void): () => void;
-    /** Calls the onPresence listeners, once for the changes of this task. */
+    /** Calls the onPresence listeners, once for this task's changes. */
     presenceChanged(): void;
     /**
      * Who set each value of a decision's current draft, when, and what it
@@ -692,8 +589,41 @@ export class Client {
      * @returns {() => void}
      */
     onOverwritten(fn: (o: Overwrite) => void): () => void;
-    /** Decisions this member edited that are still open (the Save bar's). */
-    editedOpen(): Decision[];
+    /**
+     * Reports the values of this member's that another member's edit replaced.
+     * @param {string} id
+     * @param {any[]} cells
+     */
+    noticeOverwrites(id: string, cells: any[]): void;
+    /**
+     * Reads the stored drafts once (bounded: a storage that does not answer
+     * within restoreTimeout is reported and the client goes on without it,
+     * leaving the stored drafts untouched for a later start).
+     * @returns {Promise<void>}
+     */
+    restore(): Promise<void>;
+    /**
+     * Writes every decision's draft to the storage now (after the writes
+     * already under way). Resolves once it is written; a failure is
+     * reported, not thrown.
+     * @returns {Promise<void>}
+     */
+    flushStorage(): Promise<void>;
+    /**
+     * Forgets the stored drafts of this document and member.
+     * @returns {Promise<void>}
+     */
+    forgetStored(): Promise<void>;
+    /** The key of this client's drafts: the server, the document, the member. */
+    storageKey(): string;
+    /** Reports a storage problem; it never stops the client. @param {StorageError} err */
+    storageFailed(err: StorageError): void;
+    /** Takes the stored record v as this client's decisions. @param {any} v */
+    restoreFrom(v: any): void;
+    /** Arms the write of the drafts that changed. */
+    scheduleStore(): void;
+    /** Writes every decision's draft now. @returns {Promise<void>} */
+    store(): Promise<void>;
 }
 export type Item = {
     id: string;
