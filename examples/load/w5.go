@@ -56,10 +56,10 @@ import (
 
 // w5PerProc is how many members a driver process holds by default. At
 // one write a second each member applies M-1 changes a second: 200
-// members with 4 others are 800 applies and 200 edits a second in a
-// process, a tenth of what one throughput driver's 64 writers apply, so
-// its finalizer goroutine (procs.go) keeps up, and its Go heap and
-// automerge's memory stay small.
+// members of 5 are 800 applies and 200 edits a second in a process, far
+// fewer than a throughput driver's 64 writers make, so its one finalizer
+// goroutine (procs.go) keeps up with automerge's memory. More processes
+// would not buy CPU on a small machine, only more runtimes to schedule.
 const w5PerProc = 200
 
 // w5Drain bounds how long a run waits, after its writers stopped, for
@@ -123,6 +123,9 @@ type w5Result struct {
 	phase                 time.Duration // the writing and the drain
 	rssBefore, rssConn    float64       // MB: before the documents were opened, 1 s after the last connection
 	rssAfter, peakRSS     float64       // MB: after the run, and the server's peak (VmHWM)
+	// fileAfter is how much of rssAfter maps files (bbolt's mmap of its
+	// database, mostly; RssFile), in MB.
+	fileAfter float64
 	clientCPU             time.Duration // the driver processes', over the writing and the drain
 	pairs                 int64         // (write, other member) pairs observed
 	clientPeakMB          float64       // the driver processes' peaks, summed
@@ -211,6 +214,7 @@ func w5Run(dir string, cfg w5Config) (w5Result, error) {
 		return res, err
 	}
 	res.rssAfter = srv.rssMB()
+	res.fileAfter = statusMB(fmt.Sprintf("/proc/%d/status", srv.cmd.Process.Pid), "RssFile:")
 	res.peakRSS = statusMB(fmt.Sprintf("/proc/%d/status", srv.cmd.Process.Pid), "VmHWM:")
 	for _, d := range ds {
 		fmt.Fprintln(d.in, "stop")
@@ -423,8 +427,8 @@ func (r w5Result) rows() []string {
 		fmt.Sprintf("| %s: writes seen by every other member / planned | %d / %d (%d made, %d failed; %s; %d edits refused, %d reconnects) |",
 			head, r.seenAll, r.planned, r.made, r.failed, status, r.refused, r.reconnects),
 		fmt.Sprintf("| %s: server CPU per write | %s (%.2f s over %s of writing and drain) |", head, perWrite(r.serverCPU), r.serverCPU.Seconds(), ms(r.phase)),
-		fmt.Sprintf("| %s: server RSS peak; per open document; per connection | %.1f MB; %.1f KB; %.1f KB (%.1f MB before opening the documents, %.1f MB with all connected, %.1f MB after the run) |",
-			head, r.peakRSS, (r.rssConn-r.rssBefore)*1024/float64(r.Docs), (r.rssConn-r.rssBefore)*1024/float64(conns), r.rssBefore, r.rssConn, r.rssAfter),
+		fmt.Sprintf("| %s: server RSS peak; growth per open document, per connection | %.1f MB; %.1f KB, %.1f KB (%.1f MB before opening the documents, %.1f MB with all connected, %.1f MB after the run, %.1f MB of it mapped files) |",
+			head, r.peakRSS, (r.rssConn-r.rssBefore)*1024/float64(r.Docs), (r.rssConn-r.rssBefore)*1024/float64(conns), r.rssBefore, r.rssConn, r.rssAfter, r.fileAfter),
 		fmt.Sprintf("| %s: client CPU per received change | %s (%.2f s in %d driver processes; their peak %.0f MB; a driver's goroutine woke late by %s p99, %s max; connecting took %s; %d events dropped) |",
 			head, perChange, r.clientCPU.Seconds(), r.procs, r.clientPeakMB, ms(r.late99), ms(r.lateMax), ms(r.connect), r.dropped),
 		fmt.Sprintf("| %s: load average (1 / 5 / 15 min) at start; end | %.2f / %.2f / %.2f; %.2f / %.2f / %.2f |",
