@@ -125,14 +125,14 @@ type w5Result struct {
 	rssAfter, peakRSS     float64       // MB: after the run, and the server's peak (VmHWM)
 	// fileAfter is how much of rssAfter maps files (bbolt's mmap of its
 	// database, mostly; RssFile), in MB.
-	fileAfter float64
-	clientCPU             time.Duration // the driver processes', over the writing and the drain
-	pairs                 int64         // (write, other member) pairs observed
-	clientPeakMB          float64       // the driver processes' peaks, summed
-	refused, reconnects   int64
-	dropped               int64 // events the drivers' clients dropped (their readers fell behind)
-	loadStart, loadEnd    [3]float64
-	connect               time.Duration // opening every connection
+	fileAfter           float64
+	clientCPU           time.Duration // the driver processes', over the writing and the drain
+	pairs               int64         // (write, other member) pairs observed
+	clientPeakMB        float64       // the driver processes' peaks, summed
+	refused, reconnects int64
+	dropped             int64 // events the drivers' clients dropped (their readers fell behind)
+	loadStart, loadEnd  [3]float64
+	connect             time.Duration // opening every connection
 	// late99 and lateMax are the worst driver's p99 and most of how late
 	// a goroutine sleeping 10 ms at a time woke (lateness).
 	late99, lateMax time.Duration
