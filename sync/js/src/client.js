@@ -15,18 +15,18 @@
 //   storage.js     drafts kept in a Storage and restored before connecting
 //   presence.js    presence, and overwritten values reported
 
-import * as R from "./replica.js";
-import { RefusedError, StorageError } from "./errors.js";
-import * as Apply from "./apply.js";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, syncURL } from "./connection.js";
+import * as Apply from "./apply.js";
+import * as Records from "./records.js";
 import * as Edits from "./edits.js";
+import * as Requests from "./requests.js";
+import * as Reads from "./reads.js";
+import * as Drafts from "./storage.js";
 import * as Presence from "./presence.js";
 import { Peers, PresenceOut, presenceState } from "./presence.js";
-import * as Reads from "./reads.js";
-import * as Records from "./records.js";
-import * as Requests from "./requests.js";
-import * as Drafts from "./storage.js";
+import * as R from "./replica.js";
+import { RefusedError, StorageError } from "./errors.js";
 
 export { display, findingsOf, forward } from "./records.js";
 export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connection.js";
