@@ -332,6 +332,7 @@ export function settle(d) {
 }
 
 /**
+ * Whether a and b hold the same heads, in any order.
  * @param {string[]} a
  * @param {string[]} b
  */

@@ -30,7 +30,10 @@ import { cellProvenance } from "./records.js";
  * @typedef {import("./client.js").CellProvenance} CellProvenance
  */
 
-/** The findings requests: the server judges who may make them (an asked member who only reads may give a take). */
+/**
+ * The findings requests: the server judges who may make them (an asked
+ * member who only reads may still give a take).
+ */
 const FINDINGS = new Set(["question:explore", "question:explore-stop", "question:take", "question:page"]);
 
 /**

@@ -90,6 +90,7 @@ export function union(a: string[], b: string[]): string[];
  */
 export function settle(d: Decision): void;
 /**
+ * Whether a and b hold the same heads, in any order.
  * @param {string[]} a
  * @param {string[]} b
  */
