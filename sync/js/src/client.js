@@ -515,7 +515,9 @@ export class Client {
 
   /**
    * Saves one or several decisions at once, each claiming the revision
-   * its replica displays (their edits are first sent and accepted).
+   * its replica displays when save is called (their edits are first sent
+   * and accepted; changes of others that arrive meanwhile are not claimed,
+   * and make the save stale if they changed the draft).
    * Resolves with the records once every one is saved; otherwise rejects
    * with the first refusal (its reply holds every result). Each
    * decision's note says how it went.
@@ -542,7 +544,9 @@ export class Client {
 
   /**
    * Sets the why (one plain sentence; empty clears it) of the settled
-   * decision's saved answer the client shows, as reopen names it.
+   * decision's saved answer the client shows, as reopen names it. It
+   * replaces the why the client shows: one another member set since is
+   * never overwritten unseen (refused as stale).
    * @param {string} id
    * @param {string} text
    * @returns {Promise<DecisionRecord>}

@@ -172,7 +172,9 @@ export async function create(c, cards) {
 
 /**
  * Saves one or several decisions at once, each claiming the revision
- * its replica displays (their edits are first sent and accepted).
+ * its replica displays when save is called (their edits are first sent
+ * and accepted; changes of others that arrive meanwhile are not claimed,
+ * and make the save stale if they changed the draft).
  * Resolves with the records once every one is saved; otherwise rejects
  * with the first refusal (its reply holds every result). Each
  * decision's note says how it went.
@@ -194,12 +196,15 @@ export async function save(c, ids) {
   }
   ds.forEach((d) => (d.busy = "saving"));
   c.notify();
+  // The revisions shown now are what the member saves: changes of others
+  // that arrive while the edits are flushed were never seen, and the
+  // server refuses the save as stale if they changed the draft.
+  const items = ds.map((d) => ({ id: d.id, heads: R.heads(/** @type {any} */ (d.doc)) }));
   try {
     if (!(await c.idle(ds.map((d) => d.id), 8000))) {
       mark({ text: c.welcomed ? "Your last edits are still on their way to the server — try again in a moment." : OFFLINE, tone: "error", at: Date.now() });
       throw new RefusedError(c.welcomed ? "timeout" : "disconnected", "edits are still on their way", { kind: "question:submit" });
     }
-    const items = ds.map((d) => ({ id: d.id, heads: R.heads(d.doc) }));
     const rep = await c["request"]("question:submit", { items });
     if (!rep.ok) {
       mark({ text: refusalText("question:submit", rep.reason, rep.message), tone: "error", at: Date.now() });
@@ -317,7 +322,10 @@ export async function discard(c, id) {
  * @returns {Promise<DecisionRecord>}
  */
 export async function why(c, id, text) {
-  await c.act(id, "question:why", { text, generation: c.savedGeneration(id) }, "why", text ? "Why saved." : "Why cleared.");
+  // seen: the why shown, so that one another member set meanwhile is
+  // never overwritten unseen (refused as stale).
+  const seen = c.decisions.get(id)?.record?.why ?? "";
+  await c.act(id, "question:why", { text, generation: c.savedGeneration(id), seen }, "why", text ? "Why saved." : "Why cleared.");
   return /** @type {Decision} */ (c.decisions.get(id)).record;
 }
 

@@ -208,6 +208,73 @@ test("an edit committed before its reply was lost, then saved by another member,
   }
 });
 
+test("a save claims the revision shown when it was called, not others' changes that arrive while its edits are sent", async () => {
+  const doc = docName();
+  const setup = await server.client(doc, "ana");
+  const [{ id }] = await setup.create([{ key: "k", origin: "workflow", definition: DEFINITION }]);
+  setup.stop();
+  // Ana's next edit never reaches the server, and she stays away.
+  let armed = true;
+  const { client: ana, wire } = await cutClient(doc, "ana", (m) => {
+    if (!armed || m.kind !== "question:edit") return null;
+    armed = false;
+    return "before";
+  });
+  const ben = await server.client(doc, "ben");
+  try {
+    const cut = nextCut(wire);
+    wire.blocked = true;
+    ana.edit(id, (d) => R.choose(R.setText(d, "why", "Passkeys."), "db", "pg", true, false));
+    await cut;
+    const saving = ana.save([id]);
+    saving.catch(() => {}); // judged below
+    // Ben changes the answer meanwhile; Ana never sees it before she saves.
+    ben.edit(id, (d) => R.setText(d, "why", "Email links."));
+    await ben.flush([id]);
+    wire.blocked = false;
+    await assert.rejects(saving, (/** @type {any} */ err) => err instanceof RefusedError && err.reason === "stale");
+    const rec = ana.state(id)?.record;
+    assert.equal(rec?.status, "open", "a save of a draft Ana never saw must not settle it");
+  } finally {
+    ana.stop();
+    ben.stop();
+  }
+});
+
+test("a why resent after its reply was lost leaves the newer why another member set", async () => {
+  const doc = docName();
+  const setup = await server.client(doc, "ben");
+  const [{ id }] = await setup.create([{ key: "k", origin: "workflow", definition: DEFINITION }]);
+  setup.edit(id, (d) => R.choose(R.setText(d, "why", "Postgres."), "db", "pg", true, false));
+  await setup.save([id]);
+  setup.stop();
+  let armed = true;
+  const { client: ana, wire } = await cutClient(doc, "ana", (m) => {
+    if (!armed || m.kind !== "question:why") return null;
+    armed = false;
+    return "reply";
+  });
+  const ben = await server.client(doc, "ben");
+  try {
+    await ana.until(() => ana.state(id)?.record?.status === "settled", 10000, "ana to see the saved answer");
+    const cut = nextCut(wire);
+    wire.blocked = true;
+    const setting = ana.why(id, "It is the cheapest.");
+    setting.catch(() => {}); // judged below
+    await cut;
+    await ben.until(() => ben.state(id)?.record?.why === "It is the cheapest.", 10000, "ben to see ana's why");
+    await ben.why(id, "Phones need it.");
+    wire.blocked = false;
+    await assert.rejects(setting, (/** @type {any} */ err) => err instanceof RefusedError && err.reason === "stale");
+    for (const c of [ana, ben]) {
+      await c.until(() => c.state(id)?.record?.why === "Phones need it.", 10000, "ben's why to stay");
+    }
+  } finally {
+    ana.stop();
+    ben.stop();
+  }
+});
+
 test("a save, a reopen and a why whose replies were lost resolve as they took effect, a reopen never read is stale once saved over, an ask fails", async () => {
   const doc = docName();
   const setup = await server.client(doc, "ana");

@@ -60,7 +60,9 @@ export function create(c: Client, cards: {
 }[]): Promise<DecisionRecord[]>;
 /**
  * Saves one or several decisions at once, each claiming the revision
- * its replica displays (their edits are first sent and accepted).
+ * its replica displays when save is called (their edits are first sent
+ * and accepted; changes of others that arrive meanwhile are not claimed,
+ * and make the save stale if they changed the draft).
  * Resolves with the records once every one is saved; otherwise rejects
  * with the first refusal (its reply holds every result). Each
  * decision's note says how it went.
