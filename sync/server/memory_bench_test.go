@@ -3,17 +3,29 @@
 package server_test
 
 import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/accord-crdt/accord/internal/cmem"
+	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/replica"
+	"github.com/accord-crdt/accord/sync/server"
 	"github.com/accord-crdt/accord/sync/wire"
 )
 
@@ -100,4 +112,279 @@ func BenchmarkOpenDocumentMemory(b *testing.B) {
 		b.ReportMetric(perConn/1024, "KB/conn-both-ends")
 		ts.stop()
 	}
+}
+
+// Many documents with a few members each, as the peers' W5 load runs
+// them: the server is this process, the members live in a child process
+// (this test binary re-executed, TestMemoryClientsChild), so that what the
+// server holds is measured apart from the members' replicas.
+
+// memClientsEnv selects TestMemoryClientsChild in a re-executed test
+// binary; its value is a memClients as JSON.
+const memClientsEnv = "ACCORD_TEST_MEMORY_CLIENTS"
+
+// memClients is what the child connects: members of each document, each
+// writing writes times (a mark and its own line of a written answer, one
+// edit, as a W5 member writes).
+type memClients struct {
+	URL     string
+	Docs    []string // document names
+	IDs     []string // the decision of each document
+	Members int
+	Writes  int
+}
+
+// peersCard is a decision of the peers' shape: a 10 × 5 matrix "marks"
+// and 19 written questions p0…p18.
+func peersCard(key string) question.CreateRequest {
+	card := matrixCard(key, 10, 5, false, false)
+	card.Definition.Questions[0].ID = "marks"
+	for q := range 19 {
+		card.Definition.Questions = append(card.Definition.Questions, question.Question{ID: "p" + strconv.Itoa(q), Text: "Lines", Response: question.Text, Options: []question.Option{}})
+	}
+	return question.CreateRequest{Key: key, Origin: question.FromPerson, Definition: card.Definition}
+}
+
+// TestMemoryClientsChild is the members' process of
+// BenchmarkOpenDocumentsMemory: it dials every member (the replica
+// client, which asks for compressed documents as the page does), has each
+// write, waits until every document's members agree and hold their edits
+// accepted, prints READY, and keeps the connections open until its stdin
+// closes. It does nothing in an ordinary run.
+func TestMemoryClientsChild(t *testing.T) {
+	spec := os.Getenv(memClientsEnv)
+	if spec == "" {
+		t.Skip("the members' process of BenchmarkOpenDocumentsMemory; runs only when it starts it")
+	}
+	var mc memClients
+	if err := json.Unmarshal([]byte(spec), &mc); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 10*time.Minute)
+	members := make([][]*replica.Client, len(mc.Docs))
+	for d := range members {
+		members[d] = make([]*replica.Client, mc.Members)
+	}
+	// each runs f for every member, at most 32 at once.
+	each := func(f func(d, k int) error) error {
+		sem := make(chan struct{}, 32)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var first error
+		for d := range members {
+			for k := range members[d] {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					if err := f(d, k); err != nil {
+						mu.Lock()
+						first = cmp.Or(first, err)
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		return first
+	}
+	err := each(func(d, k int) (err error) {
+		members[d][k], err = replica.Dial(ctx, docURL(mc.URL, mc.Docs[d], fmt.Sprintf("d%dm%d", d, k)), replica.Options{Format: wire.Binary})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	fmt.Println("CONNECTED")
+	ms := []marks.Mark{marks.Yes, marks.Partly, marks.No}
+	err = each(func(d, k int) error {
+		c, id := members[d][k], mc.IDs[d]
+		for w := range mc.Writes {
+			cell := k*mc.Writes + w
+			if err := c.SetMark(id, "marks", "o"+strconv.Itoa(cell%10), "c"+strconv.Itoa(cell/10%5), ms[cell%3]); err != nil {
+				return err
+			}
+			if err := c.SetText(id, "p"+strconv.Itoa(k%19), fmt.Sprintf("%d:%d\n", k, w+1)); err != nil {
+				return err
+			}
+			if err := c.Flush(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	for d, cs := range members {
+		if err := poll(ctx, time.Minute, func() bool {
+			_, h, err := cs[0].Draft(mc.IDs[d])
+			if err != nil {
+				return false
+			}
+			for _, c := range cs {
+				_, hc, err := c.Draft(mc.IDs[d])
+				acc, unsent, err2 := c.Accepted(mc.IDs[d])
+				if err != nil || err2 != nil || unsent || !hc.Equal(h) || !acc.Equal(h) {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("document %s did not converge: %v", mc.Docs[d], err)
+		}
+	}
+	fmt.Println("READY")
+	io.Copy(io.Discard, os.Stdin) // the parent holds stdin open while it measures
+	for _, cs := range members {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+}
+
+// startMemoryClients runs TestMemoryClientsChild for mc and waits for
+// its READY; closing the returned stdin ends it.
+func startMemoryClients(b *testing.B, mc memClients) (stdin io.Closer, wait func()) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, _ := json.Marshal(mc)
+	out := &lockedBuffer{}
+	cmd := exec.Command(exe, "-test.run=^TestMemoryClientsChild$", "-test.count=1", "-test.timeout=15m")
+	cmd.Env = append(os.Environ(), memClientsEnv+"="+string(spec))
+	cmd.Stdout, cmd.Stderr = out, out
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(out.String(), "READY\n") {
+		select {
+		case err := <-exited:
+			b.Fatalf("the members' process ended before it was ready: %v\n%s", err, out)
+		case <-tick.C:
+		}
+	}
+	return in, func() {
+		if err := <-exited; err != nil {
+			b.Errorf("the members' process: %v\n%s", err, out)
+		}
+	}
+}
+
+// memFigures are the server process's memory figures at one point.
+type memFigures struct {
+	rss, heap, stack, c int64
+}
+
+func memNow(b *testing.B) memFigures {
+	all, _ := rss(b)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	c, _ := cmem.Stats()
+	return memFigures{rss: all, heap: int64(ms.HeapInuse), stack: int64(ms.StackInuse), c: c}
+}
+
+// peakRSS returns the process's peak resident set (VmHWM) since
+// resetPeak.
+func peakRSS(b *testing.B) int64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
+
+func resetPeak(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("cannot reset the peak resident set: %v", err)
+	}
+}
+
+// BenchmarkOpenDocumentsMemory: what the server holds for open documents
+// with 5 members each, as in the peers' W5 (a decision of the peers'
+// shape per document, every member on its own WebSocket, each writing 3
+// times), over a bbolt file. Per document: the process's resident set
+// (RSS), Go heap, goroutine stacks and C heap (automerge) after the
+// members wrote and converged, less what the fresh server held; per
+// connection, the same divided by 5 × docs (as W5 reports it), and what
+// the connections added to the documents already open (joinKB/conn).
+// ACCORD_MEMPROFILE=<file> writes the server's heap profile (inuse_space)
+// at the measuring point.
+func BenchmarkOpenDocumentsMemory(b *testing.B) {
+	for _, docs := range []int{100, 400} {
+		b.Run("docs="+strconv.Itoa(docs), func(b *testing.B) {
+			for b.Loop() {
+				openDocumentsMemory(b, docs, 5, 3)
+			}
+		})
+	}
+}
+
+func openDocumentsMemory(b *testing.B, docs, members, writes int) {
+	if path := os.Getenv("ACCORD_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 4096
+		defer func() { runtime.MemProfileRate = 512 * 1024 }()
+	}
+	ts := startWith(b, setup{tune: func(o *server.Options) { o.IdleUnload = time.Hour }})
+	base := memNow(b)
+	resetPeak(b)
+	mc := memClients{URL: ts.url, Members: members, Writes: writes}
+	planner := question.Member{Login: "planner", Write: true}
+	for d := range docs {
+		name := "w5-" + strconv.Itoa(d)
+		err := ts.srv.Do(testCtx(b, time.Minute), name, func(a *question.Authority) error {
+			out, err := a.Create(context.Background(), planner, []question.CreateRequest{peersCard("k")})
+			if err == nil {
+				mc.IDs = append(mc.IDs, out[0].Record.ID)
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mc.Docs = append(mc.Docs, name)
+	}
+	opened := memNow(b)
+	stdin, wait := startMemoryClients(b, mc)
+	joined := memNow(b)
+	peak := peakRSS(b)
+	if path := os.Getenv("ACCORD_MEMPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	stdin.Close()
+	wait()
+	conns := float64(docs * members)
+	kb := func(x int64, per float64) float64 { return float64(x) / per / 1024 }
+	b.ReportMetric(kb(joined.rss-base.rss, float64(docs)), "KB/doc")
+	b.ReportMetric(kb(joined.heap-base.heap, float64(docs)), "heapKB/doc")
+	b.ReportMetric(kb(joined.stack-base.stack, float64(docs)), "stackKB/doc")
+	b.ReportMetric(kb(joined.c-base.c, float64(docs)), "cKB/doc")
+	b.ReportMetric(kb(joined.rss-base.rss, conns), "KB/conn")
+	b.ReportMetric(kb(joined.rss-opened.rss, conns), "joinKB/conn")
+	b.ReportMetric(kb(opened.rss-base.rss, float64(docs)), "openKB/doc")
+	b.ReportMetric(float64(peak)/(1<<20), "peakMB")
+	ts.stop()
 }
