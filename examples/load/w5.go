@@ -219,12 +219,23 @@ func w5Run(dir string, cfg w5Config) (w5Result, error) {
 	for _, d := range ds {
 		fmt.Fprintln(d.in, "stop")
 	}
-	writes, shown, err := res.collect(len(ds), msgs)
+	writes, shown, err := res.collect(ds, msgs)
 	if err != nil {
 		return res, err
 	}
 	res.figures(writes, shown)
 	return res, nil
+}
+
+// exit says how a driver that ended (line "ended") ended.
+func (d *driver) exit(line string) string {
+	if line != "ended" {
+		return ""
+	}
+	if err := d.cmd.Wait(); err != nil {
+		return " (" + err.Error() + ")"
+	}
+	return " (exit status 0)"
 }
 
 // driverLine is a line of a driver's output; "ended" when it ended.
@@ -296,7 +307,7 @@ func (res *w5Result) timed(srv *child, ds []*driver, msgs <-chan driverLine) err
 			res.failed += f
 			reported++
 		case "error", "ended":
-			return fmt.Errorf("w5 driver %d: %s", m.from, m.line)
+			return fmt.Errorf("w5 driver %d: %s%s", m.from, m.line, ds[m.from].exit(m.line))
 		}
 		if reported == len(ds) {
 			var pairs int64
@@ -323,9 +334,9 @@ func (res *w5Result) timed(srv *child, ds []*driver, msgs <-chan driverLine) err
 // collect reads what the drivers recorded, after their stop: the times
 // of each member's writes, by (document, member), and when each other
 // member first showed them, by (document, writer, observer).
-func (res *w5Result) collect(drivers int, msgs <-chan driverLine) (writes map[[2]int][]int64, shown map[[3]int][]int64, err error) {
+func (res *w5Result) collect(ds []*driver, msgs <-chan driverLine) (writes map[[2]int][]int64, shown map[[3]int][]int64, err error) {
 	writes, shown = map[[2]int][]int64{}, map[[3]int][]int64{}
-	for done := 0; done < drivers; {
+	for done := 0; done < len(ds); {
 		m := <-msgs
 		verb, arg, _ := strings.Cut(m.line, " ")
 		switch verb {
@@ -364,7 +375,7 @@ func (res *w5Result) collect(drivers int, msgs <-chan driverLine) (writes map[[2
 			res.late99, res.lateMax = max(res.late99, late99), max(res.lateMax, lateMax)
 			done++
 		case "error", "ended":
-			return nil, nil, fmt.Errorf("w5 driver %d: %s", m.from, m.line)
+			return nil, nil, fmt.Errorf("w5 driver %d: %s%s", m.from, m.line, ds[m.from].exit(m.line))
 		}
 	}
 	return writes, shown, nil
