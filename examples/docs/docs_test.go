@@ -3,6 +3,7 @@
 package docs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -693,8 +694,11 @@ func checkBenchCopy(t *testing.T, w *work, r *blockRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^import .*@msgpack/msgpack.*\nimport WebSocket from "ws";$`).Match(b) {
-		t.Fatal(`client.js has no import WebSocket from "ws" after its msgpack import: the sed found no line to add it to`)
+	if !bytes.HasPrefix(b, []byte("import WebSocket from \"ws\";\n")) {
+		t.Fatal(`client.js does not start with import WebSocket from "ws"`)
+	}
+	if orig, _ := os.ReadFile(filepath.Join(w.repo, "sync/js/src/client.js")); !bytes.HasSuffix(b, orig) {
+		t.Fatal("client.js is not the package's client.js after the import")
 	}
 }
 
