@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,24 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 
 	agent := mcpAgent(t, s.addr, "example-token")
+	// Every tool of the Planner is served, each with its schema and
+	// description.
+	list, err := agent.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+		if tl.InputSchema == nil || tl.OutputSchema == nil || tl.Description == "" {
+			t.Fatalf("tool %s has no schema or description", tl.Name)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"anchor_plan", "ask", "await_answers", "edit_plan", "open_decision", "open_decisions", "read_plan", "suggest_choice", "update_document"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
 	// The agent reads the plan the page shows.
 	var plan planner.ReadPlanResult
 	mcpCall(t, agent, "read_plan", map[string]any{}, &plan)
