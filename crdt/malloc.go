@@ -10,6 +10,14 @@ static int accordSetArenaMax(int n) {
 	return 0;
 #endif
 }
+
+static int accordTrim(void) {
+#ifdef __GLIBC__
+	return malloc_trim(0);
+#else
+	return 0;
+#endif
+}
 */
 import "C"
 
@@ -30,3 +38,16 @@ func LimitAllocatorArenas(n int) bool {
 	}
 	return C.accordSetArenaMax(C.int(n)) == 1
 }
+
+// TrimAllocator hands the memory the C allocator holds free back to the
+// system (glibc's malloc_trim; elsewhere it does nothing), and reports
+// whether it handed any back.
+//
+// A dropped automerge document's memory is freed into the C allocator
+// (once a collection has run its finalizer), which keeps it for reuse:
+// the process's resident set does not shrink when documents are dropped
+// until it is trimmed. Trimming takes a few milliseconds for a heap of
+// tens of MB, during which automerge calls on other threads wait for the
+// allocator, so a host trims after dropping many documents, not after
+// each.
+func TrimAllocator() bool { return C.accordTrim() == 1 }

@@ -99,10 +99,10 @@ type Authority struct {
 	// then refused as resolving rather than resolved.
 	resolving map[string]int
 	// live holds the decisions whose documents are in memory; tick orders
-	// their use (park.go).
-	live    map[string]*decision
-	tick    uint64
-	dropped int // documents made or dropped since the last collection (park.go)
+	// their use, and parkMark is the tick at the last ParkUnused (park.go).
+	live     map[string]*decision
+	tick     uint64
+	parkMark uint64
 	// sessions maps each sync session NewSession started to its decision,
 	// and pins counts them per decision: a pinned document is never parked.
 	sessions map[*crdt.Session]string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/accord-crdt/accord/crdt"
@@ -125,7 +126,8 @@ func (a *Authority) park(d *decision) {
 }
 
 // churn counts an automerge document made (created or woken) or dropped
-// (parked), and runs a garbage collection every collectAfter of them.
+// (parked), and runs a garbage collection every collectAfter of them in
+// the process, whichever authorities made or dropped them.
 //
 // A dropped document's automerge memory (tens of KB of Rust heap for a
 // small decision, and as much again for the checks of each load) is freed
@@ -133,15 +135,39 @@ func (a *Authority) park(d *decision) {
 // collections by the Go heap alone, which this churn barely moves: left
 // alone, the documents of a whole join or restart wait for one, and the C
 // allocator keeps that peak resident for good. A collection every 128
-// documents bounds it to a few MB, for one collection per 64 wakes.
+// documents bounds it to a few MB, for one collection per 64 wakes. The
+// count is the process's, not each authority's: a server parking the
+// one or two decisions of each of hundreds of idle documents (Park)
+// drops as many documents as one large document's join.
 func (a *Authority) churn() {
-	if a.dropped++; a.dropped >= collectAfter {
-		a.dropped = 0
+	if churned.Add(1)%collectAfter == 0 {
 		runtime.GC()
 	}
 }
 
+// churned counts the documents every authority made or dropped (churn).
+var churned atomic.Uint64
+
 const collectAfter = 128
+
+// ParkUnused parks every decision that nothing needed since the previous
+// ParkUnused and whose document nothing holds live (a sync session, or
+// the transaction in progress), whatever Options.LiveDecisions allows. A
+// driver calling it every few seconds parks the decisions idle that long
+// while the ones in use stay live; a document's members may stay
+// connected, since whatever needs a parked document wakes it, as it wakes
+// those parked beyond the cap. Two calls in a row park every decision
+// nothing holds. It returns how many decisions stay live.
+func (a *Authority) ParkUnused() int {
+	for id, d := range a.live {
+		if d.used > a.parkMark || a.pins[id] > 0 || a.open != nil && a.open.holds(id) {
+			continue
+		}
+		a.park(d)
+	}
+	a.parkMark = a.tick
+	return len(a.live)
+}
 
 // trim parks least recently used documents until room more fit under the
 // cap. Documents pinned by a sync session, or changed by the transaction
