@@ -62,6 +62,9 @@ type conn struct {
 
 	done chan struct{}
 	once sync.Once
+	// reading is the websocket.Conn whose read pump a close unblocks
+	// (unblockRead), set once the pump may start.
+	reading atomic.Pointer[websocket.Conn]
 	// closeCode and closeReason are the close frame's, set once before
 	// done closes.
 	closeCode   int
@@ -184,7 +187,17 @@ func (c *conn) closeWith(code int, reason string) {
 	c.once.Do(func() {
 		c.closeCode, c.closeReason = code, reason
 		close(c.done)
+		c.unblockRead()
 	})
+}
+
+// unblockRead ends the read pump's wait for a frame once the conn is
+// closed, after its lingering. A deadline, rather than a goroutine per
+// conn waiting for done to set it, since idle conns are most of them.
+func (c *conn) unblockRead() {
+	if ws := c.reading.Load(); ws != nil {
+		ws.SetReadDeadline(time.Now().Add(c.lingering()))
+	}
 }
 
 // lingering is how long a closed conn is still read after its close

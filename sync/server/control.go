@@ -14,6 +14,10 @@ type Stats struct {
 	Connections int
 	// Documents is the number of documents loaded.
 	Documents int
+	// LiveDecisions is the number of decisions of loaded documents whose
+	// automerge document is in memory, the others being parked (see
+	// Options.ParkIdle).
+	LiveDecisions int
 	// Commits counts the groups of commands committed to the store, and
 	// CommitFailures those whose commit failed (every reply of such a
 	// group was a refusal).
@@ -41,12 +45,20 @@ type Stats struct {
 	// GatherWaits counts the groups of draft edits that waited for other
 	// editors' edits before their commit (Options.GroupWait).
 	GatherWaits uint64
+	// Reclaims counts the times the server handed the memory of dropped
+	// automerge documents back to the system (a collection, then a trim
+	// of the C allocator), after documents parked their decisions or
+	// unloaded.
+	Reclaims uint64
 }
 
 // Stats returns the Server's current figures.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st := Stats{Connections: len(s.conns), Documents: len(s.docs)}
+	for _, d := range s.docs {
+		st.LiveDecisions += int(d.live.Load())
+	}
 	s.mu.Unlock()
 	st.Commits = s.stats.commits.Load()
 	st.CommitFailures = s.stats.commitFailures.Load()
@@ -59,6 +71,7 @@ func (s *Server) Stats() Stats {
 	st.RefusedUpgrades = s.stats.refusedUpgrades.Load()
 	st.PresenceDropped = s.stats.presenceDropped.Load()
 	st.GatherWaits = s.stats.gatherWaits.Load()
+	st.Reclaims = s.stats.reclaims.Load()
 	return st
 }
 

@@ -14,10 +14,9 @@ import (
 const corkLimit = 8 << 10
 
 // newCorkBufs returns the pool of a server's corked connections' buffers,
-// so that memory grows with the connections writing, not with all of them
-// (as gorilla's WriteBufferPool does for its own buffer). Twice corkLimit,
-// so that a frame of up to corkLimit fits behind what the pump let
-// accumulate.
+// so that memory grows with the connections writing, not with all of
+// them. Twice corkLimit, so that a frame of up to corkLimit fits behind
+// what the pump let accumulate.
 func newCorkBufs() *sync.Pool {
 	return &sync.Pool{New: func() any {
 		b := make([]byte, 0, 2*corkLimit)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/accord-crdt/accord/crdt"
@@ -46,6 +47,9 @@ type document struct {
 
 	refs    int  // attached connections; guarded by s.mu
 	stopped bool // removed from s.docs; guarded by s.mu
+	// live is how many of its decisions have a live automerge document
+	// (Stats.LiveDecisions), as the goroutine last saw.
+	live atomic.Int32
 
 	// Owned by run.
 	auth    *question.Authority
@@ -74,8 +78,6 @@ type document struct {
 	coalesced map[string]*encoded
 	// catch caches each decision's catch-up frames (catchUp).
 	catch map[string]*catchEntry
-	// deflater compresses the documents of catch-up frames (catchEntry.deflated).
-	deflater wire.Deflater
 	// afterFlush holds steps waiting for the group's commit: Do's
 	// callers and the authority's handoffs to blocking asks.
 	afterFlush []func(durable bool)
@@ -111,8 +113,10 @@ func newDocument(s *Server, id string) *document {
 }
 
 // inboxSize is how many ops wait for a document before their senders
-// block: twice the default group, and about 56 KiB per open document.
-const inboxSize = 1024
+// block (7 KiB per open document). A group still takes up to MaxGroup
+// ops: each one the goroutine takes lets a blocked sender's in. A read
+// pump that blocks stops reading its socket, as a throttled one does.
+const inboxSize = 128
 
 // submit hands an op to the document goroutine; false if the conn or the
 // document is gone.
@@ -158,8 +162,18 @@ func (d *document) run() {
 	if d.s.opts.QuietRebase < 0 {
 		quiet.Stop()
 	}
+	// park fires every ParkIdle, to park the decisions unused since.
+	park := time.NewTimer(d.s.opts.ParkIdle)
+	defer park.Stop()
+	if d.s.opts.ParkIdle < 0 {
+		park.Stop()
+	}
 	defer d.endGather()
 	for {
+		if d.loadErr == nil {
+			live, _ := d.auth.Live()
+			d.live.Store(int32(live))
+		}
 		var inbox chan op
 		if d.accepting() {
 			inbox = d.inbox
@@ -173,6 +187,11 @@ func (d *document) run() {
 			if d.s.opts.QuietRebase > 0 {
 				quiet.Reset(d.s.opts.QuietRebase)
 			}
+		case <-park.C:
+			if d.quiet() {
+				d.park()
+			} // else a commit runs: they are parked next time
+			park.Reset(d.s.opts.ParkIdle)
 		case <-quiet.C:
 			if !d.quiet() {
 				// A commit still runs: wait for another quiet spell.
@@ -191,6 +210,7 @@ func (d *document) run() {
 		case <-d.wake:
 		case <-idle.C:
 			if d.quiet() && len(d.conns) == 0 && d.s.tryUnload(d) {
+				d.s.reclaimSoon()
 				return
 			}
 			idle.Reset(d.s.opts.IdleUnload)
@@ -235,6 +255,24 @@ func (d *document) rebaseDue(ctx context.Context) bool {
 		}
 	}
 	return done
+}
+
+// park parks the documents of the decisions unused since the last park
+// that nothing holds live (sync sessions pin theirs), has their memory
+// reclaimed, and drops the catch-up frames cached at heads a decision has
+// moved on from: the next joiner would not be sent them.
+func (d *document) park() {
+	if d.loadErr != nil {
+		return
+	}
+	if live, _ := d.auth.Live(); d.auth.ParkUnused() < live {
+		d.s.reclaimSoon()
+	}
+	for id, e := range d.catch {
+		if _, cur, err := d.auth.Draft(id); err != nil || cur.String() != e.heads {
+			delete(d.catch, id)
+		}
+	}
 }
 
 // accepting reports whether the goroutine takes more ops now. While a

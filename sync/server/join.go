@@ -5,6 +5,7 @@ package server
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -109,7 +110,7 @@ func (d *document) pumpJoins() {
 			delete(cur.rest, id)
 			e := d.catchUp(id, cur.have[id])
 			if cur.deflate {
-				e = d.catch[id].deflated(e, &d.deflater)
+				e = d.catch[id].deflated(e, d.s.deflaters)
 			}
 			if n := d.sendPaced(c, e); n > 0 {
 				if _, ok := e.msg.(*wire.Doc); ok {
@@ -205,19 +206,32 @@ type catchEntry struct {
 
 // deflated returns the frame to send for f to a replica that asked for
 // compressed documents: f itself unless it is the whole document and
-// DEFLATE makes it smaller.
-func (e *catchEntry) deflated(f *encoded, z *wire.Deflater) *encoded {
+// DEFLATE makes it smaller. The compressor comes from the server's pool
+// (newDeflaters).
+func (e *catchEntry) deflated(f *encoded, zs *sync.Pool) *encoded {
 	if e == nil || f != e.doc {
 		return f
 	}
 	if e.docZ == nil {
 		m := e.doc.msg.(*wire.Doc)
 		e.docZ = e.doc
-		if small := z.Deflate(m.Doc); len(small) < len(m.Doc) {
+		z := zs.Get().(*wire.Deflater)
+		small := z.Deflate(m.Doc)
+		zs.Put(z)
+		if len(small) < len(m.Doc) {
 			e.docZ = &encoded{msg: &wire.Doc{Header: m.Header, ID: m.ID, Doc: small, Heads: m.Heads, Deflated: true}}
 		}
 	}
 	return e.docZ
+}
+
+// newDeflaters returns the pool of a server's DEFLATE compressors. A
+// compressor holds about 800 KB of state: one per open document would
+// outweigh everything else the document keeps (its decisions, its
+// connections), while only the documents sending a join's catch-up at
+// this moment use one.
+func newDeflaters() *sync.Pool {
+	return &sync.Pool{New: func() any { return new(wire.Deflater) }}
 }
 
 // maxCatchUps bounds the frames cached per decision for distinct heads a

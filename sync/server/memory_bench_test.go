@@ -21,6 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/internal/cmem"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
@@ -282,15 +283,22 @@ func startMemoryClients(b *testing.B, mc memClients) (stdin io.Closer, wait func
 
 // memFigures are the server process's memory figures at one point.
 type memFigures struct {
-	rss, heap, stack, c int64
+	rss, heap, stack, c, cFree int64
+	goroutines                 int
+}
+
+func (m memFigures) String() string {
+	mb := func(x int64) float64 { return float64(x) / (1 << 20) }
+	return fmt.Sprintf("RSS %.1f MB, Go heap %.1f MB, stacks %.1f MB (%d goroutines), C heap %.1f MB (%.1f MB free)",
+		mb(m.rss), mb(m.heap), mb(m.stack), m.goroutines, mb(m.c), mb(m.cFree))
 }
 
 func memNow(b *testing.B) memFigures {
 	all, _ := rss(b)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	c, _ := cmem.Stats()
-	return memFigures{rss: all, heap: int64(ms.HeapInuse), stack: int64(ms.StackInuse), c: c}
+	c, free := cmem.Stats()
+	return memFigures{rss: all, heap: int64(ms.HeapInuse), stack: int64(ms.StackInuse), c: c, cFree: free, goroutines: runtime.NumGoroutine()}
 }
 
 // peakRSS returns the process's peak resident set (VmHWM) since
@@ -321,11 +329,14 @@ func resetPeak(b *testing.B) {
 // shape per document, every member on its own WebSocket, each writing 3
 // times), over a bbolt file. Per document: the process's resident set
 // (RSS), Go heap, goroutine stacks and C heap (automerge) after the
-// members wrote and converged, less what the fresh server held; per
-// connection, the same divided by 5 × docs (as W5 reports it), and what
-// the connections added to the documents already open (joinKB/conn).
-// ACCORD_MEMPROFILE=<file> writes the server's heap profile (inuse_space)
-// at the measuring point.
+// members wrote and converged, less what the fresh server held, with
+// every decision live (KB/doc, …) and once the documents' decisions were
+// parked while their members stay connected (idle…, what
+// Options.ParkIdle does to a document nobody edits); per connection, the
+// resident set divided by 5 × docs, as W5 reports it. The peak resident
+// set covers the whole run. ACCORD_MEMPROFILE=<file> writes the server's
+// heap profile (inuse_space) once the members wrote, and <file>.idle once
+// the decisions were parked.
 func BenchmarkOpenDocumentsMemory(b *testing.B) {
 	for _, docs := range []int{100, 400} {
 		b.Run("docs="+strconv.Itoa(docs), func(b *testing.B) {
@@ -336,12 +347,32 @@ func BenchmarkOpenDocumentsMemory(b *testing.B) {
 	}
 }
 
+// heapProfile writes the heap profile to $ACCORD_MEMPROFILE+suffix, if
+// that is set.
+func heapProfile(b *testing.B, suffix string) {
+	path := os.Getenv("ACCORD_MEMPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + suffix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func openDocumentsMemory(b *testing.B, docs, members, writes int) {
 	if path := os.Getenv("ACCORD_MEMPROFILE"); path != "" {
 		runtime.MemProfileRate = 4096
 		defer func() { runtime.MemProfileRate = 512 * 1024 }()
 	}
-	ts := startWith(b, setup{tune: func(o *server.Options) { o.IdleUnload = time.Hour }})
+	crdt.LimitAllocatorArenas(2) // as the example server does
+	// Parked on demand below, so that how long the members take to write
+	// does not decide which decisions are live when measured.
+	ts := startWith(b, setup{tune: func(o *server.Options) { o.IdleUnload, o.ParkIdle = time.Hour, -1 }})
 	base := memNow(b)
 	resetPeak(b)
 	mc := memClients{URL: ts.url, Members: members, Writes: writes}
@@ -363,19 +394,26 @@ func openDocumentsMemory(b *testing.B, docs, members, writes int) {
 	opened := memNow(b)
 	stdin, wait := startMemoryClients(b, mc)
 	joined := memNow(b)
-	peak := peakRSS(b)
-	if path := os.Getenv("ACCORD_MEMPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
+	heapProfile(b, "")
+	reclaims := ts.srv.Stats().Reclaims
+	for _, name := range mc.Docs {
+		if err := server.Park(testCtx(b, time.Minute), ts.srv, name); err != nil {
 			b.Fatal(err)
 		}
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
 	}
+	if err := poll(testCtx(b, time.Minute), time.Minute, func() bool {
+		st := ts.srv.Stats()
+		return st.LiveDecisions == 0 && st.Reclaims > reclaims
+	}); err != nil {
+		b.Fatalf("the decisions were not parked and their memory reclaimed: %v (%+v)", err, ts.srv.Stats())
+	}
+	idle := memNow(b)
+	heapProfile(b, ".idle")
+	peak := peakRSS(b)
 	stdin.Close()
 	wait()
+	b.Logf("fresh server: %v\n%d documents open: %v\n%d members joined and wrote: %v\ndecisions parked: %v",
+		base, docs, opened, docs*members, joined, idle)
 	conns := float64(docs * members)
 	kb := func(x int64, per float64) float64 { return float64(x) / per / 1024 }
 	b.ReportMetric(kb(joined.rss-base.rss, float64(docs)), "KB/doc")
@@ -383,8 +421,9 @@ func openDocumentsMemory(b *testing.B, docs, members, writes int) {
 	b.ReportMetric(kb(joined.stack-base.stack, float64(docs)), "stackKB/doc")
 	b.ReportMetric(kb(joined.c-base.c, float64(docs)), "cKB/doc")
 	b.ReportMetric(kb(joined.rss-base.rss, conns), "KB/conn")
-	b.ReportMetric(kb(joined.rss-opened.rss, conns), "joinKB/conn")
-	b.ReportMetric(kb(opened.rss-base.rss, float64(docs)), "openKB/doc")
+	b.ReportMetric(kb(idle.rss-base.rss, float64(docs)), "idleKB/doc")
+	b.ReportMetric(kb(idle.heap-base.heap, float64(docs)), "idleHeapKB/doc")
+	b.ReportMetric(kb(idle.c-base.c, float64(docs)), "idleCKB/doc")
 	b.ReportMetric(float64(peak)/(1<<20), "peakMB")
 	ts.stop()
 }

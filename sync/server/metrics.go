@@ -59,6 +59,9 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			Help: "Open connections."}, func() float64 { return float64(s.Stats().Connections) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "documents",
 			Help: "Documents loaded."}, func() float64 { return float64(s.Stats().Documents) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "live_decisions",
+			Help: "Decisions of loaded documents whose automerge document is in memory, not parked."},
+			func() float64 { return float64(s.Stats().LiveDecisions) }),
 	}
 	for _, c := range append(gauges, m.framesIn, m.framesOut, m.refusals, m.catchUpBytes, m.groupSize, m.commitSeconds,
 		m.commitFailures, m.outboxDepth, m.slowDrops, m.throttledFrames, m.rateCloses, m.refusedUpgrades) {

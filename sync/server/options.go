@@ -60,6 +60,15 @@ type Options struct {
 	// IdleUnload is how long a document with no connection stays loaded
 	// (default 30 s).
 	IdleUnload time.Duration
+	// ParkIdle is how long a decision of an open document goes unused
+	// (no edit, save, catch-up or other command needing its automerge
+	// document) before that document is parked, at most twice that
+	// (default 10 s; negative: never). Its members stay connected: a live
+	// decision costs tens to hundreds of KB of automerge memory, a parked
+	// one its stored bytes (question.Authority.ParkUnused), and whatever
+	// needs a parked decision wakes it, in about a millisecond for a
+	// small decision. Decisions a question:sync session pins stay live.
+	ParkIdle time.Duration
 	// MaxGroup is the most commands committed in one group (default 512).
 	MaxGroup int
 	// QuietRebase is how long a document goes without a command before
@@ -139,11 +148,11 @@ type Options struct {
 	// its state again within it.
 	PresenceSilence time.Duration
 	// Registerer, if set, receives the Server's Prometheus collectors
-	// (accord_sync_*: connections, documents, frames in and out by kind,
-	// refusals by reason, commit group size and latency, commit failures,
-	// outbox depth, slow-consumer drops, catch-up bytes, throttled frames,
-	// rate closes, upgrades refused by limit). New fails if
-	// they cannot be registered, for example twice on one registry.
+	// (accord_sync_*: connections, documents, live decisions, frames in
+	// and out by kind, refusals by reason, commit group size and latency,
+	// commit failures, outbox depth, slow-consumer drops, catch-up bytes,
+	// throttled frames, rate closes, upgrades refused by limit). New fails
+	// if they cannot be registered, for example twice on one registry.
 	Registerer prometheus.Registerer
 }
 
@@ -183,6 +192,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.IdleUnload <= 0 {
 		o.IdleUnload = 30 * time.Second
+	}
+	if o.ParkIdle == 0 {
+		o.ParkIdle = 10 * time.Second
 	}
 	if o.MaxGroup <= 0 {
 		o.MaxGroup = 512

@@ -37,13 +37,18 @@ type Server struct {
 	// corkBufs holds the buffers of connections whose write pump is
 	// sending a batch (cork.go).
 	corkBufs *sync.Pool
+	// deflaters holds the compressors of catch-up documents (join.go).
+	deflaters *sync.Pool
+	// reclaiming is set while a reclaim's collection is scheduled
+	// (reclaim.go).
+	reclaiming atomic.Bool
 }
 
 // counters are the Server's running totals (Stats).
 type counters struct {
 	slowDrops, commits, commitFailures, framesIn, framesOut, refusals atomic.Uint64
 	throttled, rateCloses, refusedUpgrades                            atomic.Uint64
-	presenceDropped, gatherWaits                                      atomic.Uint64
+	presenceDropped, gatherWaits, reclaims                            atomic.Uint64
 }
 
 // New returns a Server.
@@ -51,18 +56,19 @@ func New(opts Options) (*Server, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}, corkBufs: newCorkBufs(),
+	s := &Server{opts: opts, docs: map[string]*document{}, conns: map[*conn]struct{}{}, corkBufs: newCorkBufs(), deflaters: newDeflaters(),
 		tally: tally{members: map[string]int{}, docs: map[string]int{}}}
 	var err error
 	if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
 	}
 	s.upgrader = websocket.Upgrader{
-		ReadBufferSize:  4096,
-		WriteBufferSize: 4096,
-		// Idle connections hand their write buffer back to the pool, so
-		// memory grows with the connections writing, not all of them.
-		WriteBufferPool: &sync.Pool{},
+		// No buffers of its own: a connection reads and writes frames
+		// through the 4 KiB reader and writer net/http made for the
+		// request, which it keeps while ServeHTTP runs, that is for as
+		// long as the connection lasts.
+		ReadBufferSize:  0,
+		WriteBufferSize: 0,
 		CheckOrigin:     opts.CheckOrigin,
 	}
 	if s.upgrader.CheckOrigin == nil {
@@ -152,11 +158,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(s.opts.ReadLimit)
 	ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 	ws.SetPongHandler(func(string) error {
+		err := ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
 		if c.closed() {
-			return nil // the deadline is the close's
+			c.unblockRead() // the close's deadline stands
 		}
-		return ws.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+		return err
 	})
+	c.reading.Store(ws)
+	if c.closed() {
+		c.unblockRead() // closed before a close could unblock it
+	}
 	d = s.attach(docID)
 	s.mu.Lock()
 	c.doc = d
@@ -178,10 +189,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not in the document's inbox.
 func (s *Server) readPump(c *conn) {
 	defer close(c.readDone)
-	go func() {
-		<-c.done
-		c.ws.SetReadDeadline(time.Now().Add(c.lingering())) // unblock ReadMessage
-	}()
 	joined := false
 	for {
 		typ, data, err := c.ws.ReadMessage()
