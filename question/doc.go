@@ -91,6 +91,9 @@
 // Only the Options.LiveDecisions most recently used decisions (64 by
 // default) keep a live automerge document; the others are parked with
 // their stored bytes, their checked state and heads, and are woken,
-// exactly as they were, by whatever needs the document. A sync session
-// (NewSession) pins its decision's document until ReleaseSession.
+// exactly as they were, by whatever needs the document. ParkUnused parks
+// the decisions nothing used since its previous call, however few are
+// live: a driver calling it every few seconds keeps live only the
+// decisions in use. A sync session (NewSession) pins its decision's
+// document until ReleaseSession.
 package question
