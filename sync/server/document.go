@@ -153,6 +153,8 @@ func (d *document) run() {
 	})
 	if d.loadErr != nil {
 		d.s.opts.Logger.Error("cannot load document", "doc", d.id, "err", d.loadErr)
+	} else if len(d.auth.Records()) > 0 {
+		d.s.reclaimSoon() // the load checked every decision's document and parked it
 	}
 	idle := time.NewTimer(d.s.opts.IdleUnload)
 	defer idle.Stop()

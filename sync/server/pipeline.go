@@ -107,6 +107,7 @@ func (d *document) finishCommit(ctx context.Context, err error) {
 		return
 	}
 	d.s.stats.commits.Add(1)
+	d.s.trimSoon()
 	d.s.opts.Host.Committed(d.id, decisionsOf(w))
 	d.announce(g)
 }

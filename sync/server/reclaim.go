@@ -43,3 +43,21 @@ func (s *Server) reclaimSoon() {
 		})
 	})
 }
+
+// trimEvery bounds how often commits have the C allocator trimmed.
+const trimEvery = 10 * time.Second
+
+// trimSoon has the C allocator trimmed within trimEvery, unless a trim
+// is due already. While documents are edited, automerge's transient
+// memory (each edit's checks and reads, each join's saves) is freed
+// between the live documents' allocations, and the allocator keeps it
+// resident; a trim takes a few milliseconds.
+func (s *Server) trimSoon() {
+	if !s.trimming.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(trimEvery, func() {
+		s.trimming.Store(false)
+		crdt.TrimAllocator()
+	})
+}

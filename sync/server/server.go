@@ -39,9 +39,9 @@ type Server struct {
 	corkBufs *sync.Pool
 	// deflaters holds the compressors of catch-up documents (join.go).
 	deflaters *sync.Pool
-	// reclaiming is set while a reclaim's collection is scheduled
-	// (reclaim.go).
-	reclaiming atomic.Bool
+	// reclaiming is set while a reclaim's collection is scheduled, and
+	// trimming while a trim is (reclaim.go).
+	reclaiming, trimming atomic.Bool
 }
 
 // counters are the Server's running totals (Stats).
