@@ -20,13 +20,14 @@ import (
 // never holds more than about twice CompactOps; every edit is accepted,
 // and the draft reads the same after a restart.
 func TestChurnIsRebasedEarly(t *testing.T) {
+	t.Parallel()
 	f := newBoltFixture(t)
 	out, err := f.a.Create(context.Background(), ana, []question.CreateRequest{{Key: "w", Origin: question.FromPlanner, Definition: writtenDef()}})
 	must(t, err)
 	id := out[0].Record.ID
 	m := f.member(id)
 	most := 0
-	const edits = 3000
+	const edits = 1000
 	for i := 1; i <= edits; i++ {
 		dr, err := m.doc.Draft()
 		must(t, err)

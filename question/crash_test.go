@@ -1139,6 +1139,7 @@ func crashRecordInvariants(r question.Record, s *crdt.State, proj []byte) []erro
 // TestCrashSafety kills a process running the authority on a bbolt file
 // again and again and checks the file after each death.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	cycles := 120
 	if testing.Short() {
 		cycles = 30

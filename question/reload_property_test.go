@@ -24,17 +24,32 @@ type acknowledged struct {
 	records map[string][]byte
 	states  map[string]*crdt.State
 	heads   map[string]crdt.Heads
+	// docs holds the documents loaded from the saves, for members to
+	// take instead of loading the same saves again.
+	docs map[string]*crdt.Doc
 }
 
-func snapshotOf(t fatalT, a *question.Authority) acknowledged {
+// snapshotOf reads what a has acknowledged. A decision whose heads are
+// the ones it had in known keeps the state read there: the same history
+// holds the same state, and known read it from a save that loaded. Its
+// document is then not in docs.
+func snapshotOf(t fatalT, a *question.Authority, known acknowledged) acknowledged {
 	t.Helper()
-	ack := acknowledged{records: map[string][]byte{}, states: map[string]*crdt.State{}, heads: map[string]crdt.Heads{}}
+	ack := acknowledged{records: map[string][]byte{}, states: map[string]*crdt.State{}, heads: map[string]crdt.Heads{}, docs: map[string]*crdt.Doc{}}
 	for _, r := range a.Records() {
 		raw, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ack.records[r.ID] = raw
+		_, heads, err := a.Draft(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := known.states[r.ID]; st != nil && heads.Equal(known.heads[r.ID]) {
+			ack.states[r.ID], ack.heads[r.ID] = st, heads
+			continue
+		}
 		saved, err := a.Save(r.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -47,8 +62,10 @@ func snapshotOf(t fatalT, a *question.Authority) acknowledged {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ack.states[r.ID] = st
-		_, ack.heads[r.ID], _ = a.Draft(r.ID)
+		if !d.Heads().Equal(heads) {
+			t.Fatalf("decision %s: its save loads at heads %v, the authority is at %v", r.ID, d.Heads(), heads)
+		}
+		ack.states[r.ID], ack.heads[r.ID], ack.docs[r.ID] = st, heads, d
 	}
 	return ack
 }
@@ -73,7 +90,9 @@ func (ack acknowledged) mustEqual(t fatalT, got acknowledged) {
 
 // withChecks runs f with rapid's check count set to n unless the command
 // line or RAPID_CHECKS chose one: each case of the property below writes a
-// bbolt file and may replace a 100,000-character answer.
+// bbolt file and may replace a 100,000-character answer. The count is one
+// flag for every rapid.Check of the package, so only tests that do not
+// call t.Parallel may use it (parallel tests start once those have ended).
 func withChecks(n int, f func()) {
 	set := false
 	flag.Visit(func(fl *flag.Flag) { set = set || fl.Name == "rapid.checks" })
@@ -119,15 +138,26 @@ type reloadProp struct {
 	ids     []string
 	members map[string]*member
 	huge    int
+	// reloaded is what the store held at the last restart.
+	reloaded acknowledged
 }
 
+// restart closes the store and opens it again; every member then loads
+// its decision's document afresh.
 func (p *reloadProp) restart(t *rapid.T) {
-	ack := snapshotOf(t, p.f.a)
+	ack := snapshotOf(t, p.f.a, p.reloaded)
 	p.f.reopen()
-	ack.mustEqual(t, snapshotOf(t, p.f.a))
-	for _, m := range p.members {
-		m.reload()
+	got := snapshotOf(t, p.f.a, acknowledged{})
+	ack.mustEqual(t, got)
+	for id, m := range p.members {
+		if d := got.docs[id]; d != nil {
+			m.doc, m.accepted = d, got.heads[id]
+		} else {
+			m.reload()
+		}
 	}
+	got.docs = nil
+	p.reloaded = got
 }
 
 // refusedOK reports whether err is a refusal (which changes nothing and
