@@ -267,6 +267,34 @@ func TestSessionReset(t *testing.T) {
 	p.checkSame(t)
 }
 
+// TestSessionAsksForABloomFalsePositive: when a member's change is a
+// false positive in the authority's Bloom filter, automerge on the
+// member's side leaves it out but sends the change made after it, which
+// the authority refuses for its missing dependency; the authority's
+// session then asks for the left-out change by hash (noteMissing,
+// withNeed) and the two converge. Without that they would send the same
+// messages for ever: a fresh session builds the same Bloom filter. False
+// positives are rare (about one change in a hundred), so the test tries
+// member histories until one holds one; the histories are deterministic
+// (fixed actors and clock), and so is the one it finds.
+func TestSessionAsksForABloomFalsePositive(t *testing.T) {
+	const variants = 2000
+	for v := range variants {
+		d, m := pairDocs(t)
+		ok(t, m.SpliceText(qWhy, 0, 0, fmt.Sprint("first ", v)))
+		ok(t, m.SpliceText(qWhy, 0, 0, "then "))
+		p := newSyncPair(d, m)
+		p.settle(t, 20)
+		if p.refused == 0 {
+			continue
+		}
+		p.checkSame(t)
+		t.Logf("history %d: %d messages refused for a missing dependency, then converged in %d messages", v, p.refused, p.sent)
+		return
+	}
+	t.Fatalf("no Bloom filter false positive in %d member histories", variants)
+}
+
 // TestSessionAfterRollback: a session keeps working when its document is
 // rebuilt by Rollback (as a refused edit does).
 func TestSessionAfterRollback(t *testing.T) {
