@@ -331,12 +331,12 @@ func resetPeak(b *testing.B) {
 // (RSS), Go heap, goroutine stacks and C heap (automerge) after the
 // members wrote and converged, less what the fresh server held, with
 // every decision live (KB/doc, …) and once the documents' decisions were
-// parked while their members stay connected (idle…, what
+// parked while their members stay connected (parked…, what
 // Options.ParkIdle does to a document nobody edits); per connection, the
 // resident set divided by 5 × docs, as W5 reports it. The peak resident
 // set covers the whole run. ACCORD_MEMPROFILE=<file> writes the server's
-// heap profile (inuse_space) once the members wrote, and <file>.idle once
-// the decisions were parked.
+// heap profile (inuse_space) once the members wrote, and <file>.parked
+// once the decisions were parked.
 func BenchmarkOpenDocumentsMemory(b *testing.B) {
 	for _, docs := range []int{100, 400} {
 		b.Run("docs="+strconv.Itoa(docs), func(b *testing.B) {
@@ -407,13 +407,13 @@ func openDocumentsMemory(b *testing.B, docs, members, writes int) {
 	}); err != nil {
 		b.Fatalf("the decisions were not parked and their memory reclaimed: %v (%+v)", err, ts.srv.Stats())
 	}
-	idle := memNow(b)
-	heapProfile(b, ".idle")
+	parked := memNow(b)
+	heapProfile(b, ".parked")
 	peak := peakRSS(b)
 	stdin.Close()
 	wait()
 	b.Logf("fresh server: %v\n%d documents open: %v\n%d members joined and wrote: %v\ndecisions parked: %v",
-		base, docs, opened, docs*members, joined, idle)
+		base, docs, opened, docs*members, joined, parked)
 	conns := float64(docs * members)
 	kb := func(x int64, per float64) float64 { return float64(x) / per / 1024 }
 	b.ReportMetric(kb(joined.rss-base.rss, float64(docs)), "KB/doc")
@@ -421,9 +421,9 @@ func openDocumentsMemory(b *testing.B, docs, members, writes int) {
 	b.ReportMetric(kb(joined.stack-base.stack, float64(docs)), "stackKB/doc")
 	b.ReportMetric(kb(joined.c-base.c, float64(docs)), "cKB/doc")
 	b.ReportMetric(kb(joined.rss-base.rss, conns), "KB/conn")
-	b.ReportMetric(kb(idle.rss-base.rss, float64(docs)), "idleKB/doc")
-	b.ReportMetric(kb(idle.heap-base.heap, float64(docs)), "idleHeapKB/doc")
-	b.ReportMetric(kb(idle.c-base.c, float64(docs)), "idleCKB/doc")
+	b.ReportMetric(kb(parked.rss-base.rss, float64(docs)), "parkedKB/doc")
+	b.ReportMetric(kb(parked.heap-base.heap, float64(docs)), "parkedHeapKB/doc")
+	b.ReportMetric(kb(parked.c-base.c, float64(docs)), "parkedCKB/doc")
 	b.ReportMetric(float64(peak)/(1<<20), "peakMB")
 	ts.stop()
 }
