@@ -336,6 +336,7 @@ func (res *w5Result) timed(srv *child, ds []*driver, msgs <-chan driverLine) err
 // member first showed them, by (document, writer, observer).
 func (res *w5Result) collect(ds []*driver, msgs <-chan driverLine) (writes map[[2]int][]int64, shown map[[3]int][]int64, err error) {
 	writes, shown = map[[2]int][]int64{}, map[[3]int][]int64{}
+	finished := map[int]bool{} // drivers that sent "done": their end is expected
 	for done := 0; done < len(ds); {
 		m := <-msgs
 		verb, arg, _ := strings.Cut(m.line, " ")
@@ -373,8 +374,14 @@ func (res *w5Result) collect(ds []*driver, msgs <-chan driverLine) (writes map[[
 			res.reconnects += reconnects
 			res.dropped += dropped
 			res.late99, res.lateMax = max(res.late99, late99), max(res.lateMax, lateMax)
+			finished[m.from] = true
 			done++
-		case "error", "ended":
+		case "ended":
+			if finished[m.from] {
+				continue // it said all it had to, then exited
+			}
+			return nil, nil, fmt.Errorf("w5 driver %d: %s%s", m.from, m.line, ds[m.from].exit(m.line))
+		case "error":
 			return nil, nil, fmt.Errorf("w5 driver %d: %s%s", m.from, m.line, ds[m.from].exit(m.line))
 		}
 	}
