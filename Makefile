@@ -3,13 +3,21 @@ GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
 
-.PHONY: test fmt-check vet unit bench fuzz run tidy web web-check js-check mcp-agent
+.PHONY: test fmt-check vet unit unit-root unit-examples soak bench fuzz run tidy \
+	web web-deps web-check web-check-run js-deps js-check js-check-run mcp-agent
 
-# js-check, web-check and mcp-agent run before unit: they install the
-# pinned npm packages (npm ci) that the Go ↔ JavaScript interoperability
-# tests (sync/js/interop), the page's browser tests and the MCP TypeScript
-# SDK agent test need.
-test: fmt-check vet js-check web-check mcp-agent unit
+# test first checks formatting, vets and installs the pinned npm packages
+# (npm ci) that the Go ↔ JavaScript interoperability tests
+# (sync/js/interop) and the MCP TypeScript SDK agent test need; then it
+# runs the two modules' Go tests and the Node checks side by side, each
+# one's output printed whole when it ends (-Otarget). Any failure fails
+# the run. TEST_JOBS caps how many run at once.
+TEST_JOBS ?= 4
+
+test:
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target fmt-check vet js-deps web-deps mcp-agent
+	@echo "test: unit-root, unit-examples, js-check-run and web-check-run side by side; each one's output follows when it ends"
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target unit-root unit-examples js-check-run web-check-run
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -20,10 +28,26 @@ vet:
 	@for m in $$(find examples -name go.mod -not -path '*/node_modules/*' 2>/dev/null); do \
 		d=$$(dirname $$m); echo "go vet in $$d"; (cd $$d && $(GO) vet ./...) || exit 1; done
 
-unit:
+# unit runs the Go tests of the root module, then of each module under
+# examples/ (make test runs the two side by side).
+unit: unit-root unit-examples
+
+unit-root:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+unit-examples:
 	@for m in $$(find examples -name go.mod -not -path '*/node_modules/*' 2>/dev/null); do \
 		d=$$(dirname $$m); echo "go test in $$d"; (cd $$d && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# soak runs the root module's tests with SOAK_CHECKS cases for every rapid
+# property that takes its count from RAPID_CHECKS, where make test runs
+# each at its default (crdt's properties 200, most others rapid's 100,
+# question's bbolt-backed ones 15 and 20): a long run after a change to
+# the sync, state or storage code.
+SOAK_CHECKS ?= 2000
+
+soak:
+	RAPID_CHECKS=$(SOAK_CHECKS) $(GO) test -race -count=1 -timeout 0 $(PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
@@ -51,9 +75,16 @@ web:
 
 # web-check type-checks the page, rebuilds it into a temporary folder and
 # fails if that differs from the committed web/dist. It needs the npm
-# registry for npm ci and nothing else.
-web-check:
-	@cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check && \
+# registry for npm ci (web-deps) and nothing else; web-check-run is the
+# check alone, on the packages installed.
+web-check: web-deps
+	@$(MAKE) --no-print-directory web-check-run
+
+web-deps:
+	@cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
+
+web-check-run:
+	@cd $(WEB) && npm run --silent check && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && node build.mjs "$$tmp" && \
 	if ! diff -rq "$$tmp" dist; then \
 		echo "$(WEB)/dist does not match its sources: run 'make web' and commit web/dist"; exit 1; fi; \
@@ -62,12 +93,19 @@ web-check:
 # The browser and Node client package @accord-crdt/client (sync/js).
 JS := sync/js
 
-# js-check installs its pinned packages, type-checks it and fails if its
-# committed types/ (the .d.ts generated from its JSDoc) differ from its
-# sources, runs its Node tests against the real Go server (sync/js/test/server,
-# built by the tests) and checks its bundle size against its budget.
-js-check:
-	@cd $(JS) && npm ci --no-audit --no-fund --loglevel=error && \
+# js-check installs its pinned packages (js-deps), type-checks it and fails
+# if its committed types/ (the .d.ts generated from its JSDoc) differ from
+# its sources, runs its Node tests against the real Go server
+# (sync/js/test/server, built by the tests) and checks its bundle size
+# against its budget; js-check-run is all but the install.
+js-check: js-deps
+	@$(MAKE) --no-print-directory js-check-run
+
+js-deps:
+	@cd $(JS) && npm ci --no-audit --no-fund --loglevel=error
+
+js-check-run:
+	@cd $(JS) && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && npx tsc -p tsconfig.json --outDir "$$tmp" && \
 	if ! diff -r "$$tmp" types; then \
 		echo "$(JS)/types does not match its sources: run 'npm run types' in $(JS) and commit types/"; exit 1; fi && \
