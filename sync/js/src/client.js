@@ -15,6 +15,7 @@
 //   storage.js     drafts kept in a Storage and restored before connecting
 //   presence.js    presence, and overwritten values reported
 
+import { encode } from "@msgpack/msgpack";
 import * as Connection from "./connection.js";
 import { MAX_BACKOFF, MIN_BACKOFF, syncURL } from "./connection.js";
 import * as Apply from "./apply.js";
@@ -305,8 +306,8 @@ export class Client {
   /** Ends the connection so the reconnect's hello catches the replicas up. */
   resync() { Connection.resync(this); }
 
-  /** Sends a frame; false when the connection is not open. @param {any} m */
-  send(m) { return Connection.send(this, m); }
+  /** Sends a frame, in msgpack; false when the connection is not open. @param {any} m */
+  send(m) { return Connection.send(this, encode(m, { ignoreUndefined: true })); }
 
   // ---- frames from the server (apply.js) and the records they carry (records.js) ----
 

@@ -13,7 +13,7 @@
 // arriving, incoming, receive, deliver, handle, failPending, request) as
 // c["name"], which the type checker allows outside the class.
 
-import { decode, encode } from "@msgpack/msgpack";
+import { decode } from "@msgpack/msgpack";
 import * as R from "./replica.js";
 import { RefusedError } from "./errors.js";
 import { refusalText } from "./messages.js";
@@ -240,13 +240,14 @@ export function resync(c) {
 }
 
 /**
- * Sends a frame when the connection is open; false when it is not.
+ * Sends an encoded frame when the connection is open; false when it is
+ * not.
  * @param {Client} c
- * @param {any} m
+ * @param {Uint8Array} frame
  */
-export function send(c, m) {
+export function send(c, frame) {
   if (!c["ws"] || c["ws"].readyState !== OPEN) return false;
-  c["ws"].send(encode(m, { ignoreUndefined: true }));
+  c["ws"].send(frame);
   return true;
 }
 

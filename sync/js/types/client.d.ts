@@ -245,7 +245,7 @@ export class Client {
     lost(code?: number, retryAfter?: number, unopened?: boolean): void;
     /** Ends the connection so the reconnect's hello catches the replicas up. */
     resync(): void;
-    /** Sends a frame; false when the connection is not open. @param {any} m */
+    /** Sends a frame, in msgpack; false when the connection is not open. @param {any} m */
     send(m: any): boolean;
     /** Handles a decoded frame. @private @param {any} m */
     private handle;

@@ -52,11 +52,12 @@ export function lost(c: Client, code: number, retryAfter: number, unopened: bool
  */
 export function resync(c: Client): void;
 /**
- * Sends a frame when the connection is open; false when it is not.
+ * Sends an encoded frame when the connection is open; false when it is
+ * not.
  * @param {Client} c
- * @param {any} m
+ * @param {Uint8Array} frame
  */
-export function send(c: Client, m: any): boolean;
+export function send(c: Client, frame: Uint8Array): boolean;
 /**
  * The sync socket's URL for doc on the page's own server (its /sync
  * route, relative to the page), for browsers. The server takes the member
