@@ -16,7 +16,7 @@
 import * as R from "./replica.js";
 import { RefusedError } from "./errors.js";
 import { now } from "./presence.js";
-import { display } from "./records.js";
+import { display, headsOf } from "./records.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -222,13 +222,16 @@ export function flushChanges(c) {
 /**
  * Accepted changes (question:changes): one change or several
  * concatenated (a commit group's), applied in one call, with the heads
- * after them. Its cost does not grow with the decision's history.
+ * after them. Its cost does not grow with the decision's history, and
+ * is automerge's apply and little more (bench/receive.mjs): the
+ * document's values are built when read, and the stored copy takes the
+ * bytes as they came (storage.js).
  * @param {Client} c
  * @param {any} m
  */
 export function applyChanges(c, m) {
   const d = c.decisions.get(m.id);
-  if (!d || !d.doc) {
+  if (!d || !d.core) {
     c.resync();
     return;
   }
@@ -236,14 +239,22 @@ export function applyChanges(c, m) {
   // omits (zero values are not written).
   const changes = m.changes instanceof Uint8Array ? m.changes : new Uint8Array(0);
   if (changes.length) {
-    const { doc, complete } = R.applyBatch(d.doc, changes);
-    d.doc = doc;
+    // The handle alone: d.doc's values catch up when read (see Decision.core).
+    const complete = R.receive(d.core, changes);
+    d.behind = true;
+    d.heads = null;
     if (!complete) {
       console.warn("changes for", m.id, "miss dependencies; resyncing");
       c.resync();
       return;
     }
-    noteHeads(d, A.getHeads(doc));
+    noteHeads(d, headsOf(d));
+    // The stored copy takes the bytes as they came (storage.js, Saved).
+    const s = d.saved;
+    if (s) {
+      s.parts.push(changes);
+      s.heads = headsOf(d).join();
+    }
   }
   const heads = (m.heads || []).slice().sort();
   if (heads.length && knows(d, heads)) d.accepted = heads;
@@ -327,18 +338,15 @@ export function union(a, b) {
  */
 export function settle(d) {
   if (d.inflight || d.known.size <= d.accepted.length) return;
-  const heads = A.getHeads(d.doc);
-  if (same(heads, d.accepted)) d.known = new Set(d.accepted);
+  if (same(headsOf(d), d.accepted)) d.known = new Set(d.accepted);
 }
 
 /**
- * Whether a and b hold the same heads, in any order.
+ * Whether a and b hold the same heads. Both are sorted, as every list of
+ * heads a decision keeps is (headsOf, accepted, sent).
  * @param {string[]} a
  * @param {string[]} b
  */
 export function same(a, b) {
-  if (a.length !== b.length) return false;
-  const s = [...a].sort();
-  const t = [...b].sort();
-  return s.every((x, i) => x === t[i]);
+  return a.join() === b.join();
 }

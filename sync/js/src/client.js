@@ -43,9 +43,9 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  *   answer?: Answer, why?: string, whyBy?: string, history?: HistoryEntry[], passage?: string[], createdBy?: string,
  *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
- * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
- *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
- *   viewKey: string, stored: string, reset: {n: number, reply: any}|null}} Decision
+ * @typedef {{id: string, record: DecisionRecord, doc: any, core: any, behind: boolean, accepted: string[], inflight: string, sent: string[],
+ *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, heads: string[]|null, view: any,
+ *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null}} Decision
  * @typedef {{title?: string, url: string}} Source
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
@@ -63,6 +63,13 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  * change with a descendant on the server is no longer a head there), so
  * "every reported head is known" says exactly what "the history holds
  * every reported head" says, at the cost of a set lookup.
+ *
+ * Decision.core is the replica's automerge document; received changes go
+ * to its handle alone (R.receive), and behind says its JavaScript values
+ * have not caught up yet. Decision.doc is core brought up to date, when
+ * read: heads, saves and changes are read from core, values from doc.
+ * Decision.heads holds core's heads once read (headsOf), until core
+ * changes: doc's setter and every received change reset it.
  */
 
 /**
@@ -72,7 +79,8 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 150);
+ * write waits after changes from the server, default 2000: the server
+ * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
  * wait before each redial, as the Go client's (see reconnectDelay).
@@ -150,7 +158,7 @@ export class Client {
     this.Socket = opts.WebSocket || (typeof WebSocket === "function" ? WebSocket : null);
     this.storage = opts.storage || null;
     this.onStorageError = opts.onStorageError || null;
-    this.storeDelay = opts.storeDelay ?? 150;
+    this.storeDelay = opts.storeDelay ?? 2000;
     this.requestTimeout = opts.requestTimeout ?? 30000;
     /** the redial backoff's bounds (ms) */
     this.minBackoff = opts.minBackoff > 0 ? opts.minBackoff : MIN_BACKOFF;

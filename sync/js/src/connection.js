@@ -87,7 +87,7 @@ export function connect(c) {
     opened = true;
     /** @type {Record<string, string[]>} */
     const have = {};
-    for (const d of c.decisions.values()) if (d.doc && d.accepted.length) have[d.id] = d.accepted;
+    for (const d of c.decisions.values()) if (d.core && d.accepted.length) have[d.id] = d.accepted;
     c.send({ kind: "hello", v: 1, have, deflate: INFLATES });
   };
   ws.onmessage = (ev) => {

@@ -13,13 +13,13 @@ import * as R from "./replica.js";
 import { RefusedError, refusal } from "./errors.js";
 import { READER, refusalText } from "./messages.js";
 import { knows, noteHeads, same, settle, union } from "./apply.js";
+import { headsOf } from "./records.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
  * @typedef {import("./client.js").Decision} Decision
  */
 
-const A = R.A;
 
 /**
  * The reply to the decision's edit in flight. Accepted (repeated too),
@@ -86,10 +86,10 @@ export function editReply(c, m) {
  * @param {Decision} d
  */
 export function push(c, d) {
-  if (!c.welcomed || !d.synced || d.inflight || d.held || !d.doc) return;
-  const heads = R.heads(d.doc);
+  if (!c.welcomed || !d.synced || d.inflight || d.held || !d.core) return;
+  const heads = headsOf(d);
   if (same(heads, d.accepted)) return;
-  const changes = R.changesSince(d.doc, d.accepted);
+  const changes = R.changesSince(d.core, d.accepted);
   if (changes.length === 0) {
     d.accepted = heads;
     return;
@@ -125,7 +125,7 @@ export function edit(c, id, fn) {
   const next = fn(d.doc);
   if (next === d.doc) return;
   d.doc = next;
-  noteHeads(d, A.getHeads(next));
+  noteHeads(d, headsOf(d));
   d.held = false;
   d.edited = true;
   c.editedSinceStore = true;
@@ -140,7 +140,7 @@ export function edit(c, id, fn) {
  * @param {Decision} d
  */
 export function unsent(c, d) {
-  return !!d.doc && (d.inflight !== "" || !same(R.heads(d.doc), d.accepted));
+  return !!d.core && (d.inflight !== "" || !same(headsOf(d), d.accepted));
 }
 
 /**

@@ -9,6 +9,7 @@
 
 import * as R from "./replica.js";
 import { RefusedError } from "./errors.js";
+import { headsOf } from "./records.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -16,7 +17,6 @@ import { RefusedError } from "./errors.js";
  * @typedef {import("./client.js").DecisionState} DecisionState
  */
 
-const A = R.A;
 
 /**
  * The current draft of a decision, read from its replica (cached by
@@ -25,8 +25,8 @@ const A = R.A;
  * @param {Decision} d
  */
 export function draft(c, d) {
-  if (!d.doc) return null;
-  const key = A.getHeads(d.doc).join(",");
+  if (!d.core) return null;
+  const key = headsOf(d).join();
   if (d.viewKey !== key) {
     const st = R.readState(d.doc);
     d.view = { generation: st.generation, questions: st.drafts[String(st.generation)] || {}, shapes: st.questions };
@@ -54,7 +54,7 @@ export function state(c, id) {
   /** @type {DecisionState} */
   const state = {
     id, record: d.record, status: d.record.status, generation: view ? view.generation : 0, questions: view ? view.questions : {},
-    ready: !!d.doc, synced: d.synced, edited: d.edited, unsent: c.unsent(d), note: d.note, busy: d.busy,
+    ready: !!d.core, synced: d.synced, edited: d.edited, unsent: c.unsent(d), note: d.note, busy: d.busy,
   };
   const prev = held?.state;
   const same = prev && Object.keys(state).every((k) => /** @type {any} */ (prev)[k] === /** @type {any} */ (state)[k]);
@@ -129,7 +129,7 @@ export function ready(c, ms, unreachable) {
     if (unreachable && c.conn === "unreachable") throw new RefusedError("unreachable", c.note?.text);
     return c.welcomed && c.order.every((id) => {
       const d = c.decisions.get(id);
-      return !!d && !!d.doc && d.synced;
+      return !!d && !!d.core && d.synced;
     });
   }, ms, "connecting");
 }
@@ -144,7 +144,7 @@ export function ready(c, ms, unreachable) {
  */
 export async function open(c, id, ms) {
   if (c.restoring) await c.restoring;
-  await c.until(() => !!c.decisions.get(id)?.doc || (c.welcomed && !c.decisions.has(id)), ms, `opening ${id}`);
+  await c.until(() => !!c.decisions.get(id)?.core || (c.welcomed && !c.decisions.has(id)), ms, `opening ${id}`);
   const d = c.decisions.get(id);
   if (!d || !d.doc) throw new RefusedError("not_found", "this document has no such decision", { id });
   return /** @type {DecisionState} */ (c.state(id));

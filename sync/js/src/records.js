@@ -2,6 +2,11 @@
 // msgpack omits zero values, so what arrives is filled in before it is
 // kept, and a decision's definition is adopted forward only (never fewer
 // options or criteria than held), as the Go client's records.go does.
+// A decision's replica is d.core, whose automerge handle takes received
+// changes at once (apply.js); d.doc is the same document with its
+// JavaScript values brought up to date when read.
+
+import { current, heads } from "./replica.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -21,14 +26,37 @@ export function decision(c, id) {
   let d = c.decisions.get(id);
   if (!d) {
     d = {
-      id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), doc: null,
+      id, record: /** @type {any} */ ({ id, status: "open", definition: { questions: [] } }), core: null, behind: false,
+      get doc() {
+        if (this.behind) {
+          this.behind = false;
+          this.core = current(this.core);
+        }
+        return this.core;
+      },
+      set doc(doc) {
+        this.core = doc;
+        this.behind = false;
+        // another document: its heads are read again, and stored whole
+        this.heads = this.saved = null;
+      },
       accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
-      view: null, viewKey: "", stored: "", reset: null,
+      heads: null, view: null, viewKey: "", stored: null, saved: null, reset: null,
     };
     c.decisions.set(id, d);
     c.order.push(id);
   }
   return d;
+}
+
+/**
+ * The decision's heads, sorted: read from its replica once after each
+ * change to it (automerge spells every head out, 15 µs for 16 heads).
+ * @param {Decision} d
+ * @returns {string[]}
+ */
+export function headsOf(d) {
+  return (d.heads ??= heads(d.core));
 }
 
 /**

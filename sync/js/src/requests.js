@@ -132,10 +132,10 @@ export function reply(c, m) {
  */
 export function holdsHeads(c, id, heads) {
   const d = c.decisions.get(id);
-  if (!d || !d.doc) return false;
+  if (!d || !d.core) return false;
   // knows is cheap; holds walks the history, so it runs only when the
   // reply's heads are not among those the replica has seen.
-  return knows(d, heads) || R.holds(d.doc, heads);
+  return knows(d, heads) || R.holds(d.core, heads);
 }
 
 /**
@@ -166,7 +166,7 @@ export async function create(c, cards) {
   const rep = await c["request"]("question:create", { cards });
   if (!rep.ok) throw refusal(rep, "question:create");
   const ids = (rep.records || []).map((/** @type {any} */ r) => r.id);
-  await c.until(() => ids.every((/** @type {string} */ id) => !!c.decisions.get(id)?.doc), c.requestTimeout, "the new decisions' documents");
+  await c.until(() => ids.every((/** @type {string} */ id) => !!c.decisions.get(id)?.core), c.requestTimeout, "the new decisions' documents");
   return ids.map((/** @type {string} */ id) => /** @type {Decision} */ (c.decisions.get(id)).record);
 }
 

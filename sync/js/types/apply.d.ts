@@ -50,7 +50,10 @@ export function flushChanges(c: Client): void;
 /**
  * Accepted changes (question:changes): one change or several
  * concatenated (a commit group's), applied in one call, with the heads
- * after them. Its cost does not grow with the decision's history.
+ * after them. Its cost does not grow with the decision's history, and
+ * is automerge's apply and little more (bench/receive.mjs): the
+ * document's values are built when read, and the stored copy takes the
+ * bytes as they came (storage.js).
  * @param {Client} c
  * @param {any} m
  */
@@ -90,7 +93,8 @@ export function union(a: string[], b: string[]): string[];
  */
 export function settle(d: Decision): void;
 /**
- * Whether a and b hold the same heads, in any order.
+ * Whether a and b hold the same heads. Both are sorted, as every list of
+ * heads a decision keeps is (headsOf, accepted, sent).
  * @param {string[]} a
  * @param {string[]} b
  */

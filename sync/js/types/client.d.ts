@@ -9,9 +9,9 @@
  *   answer?: Answer, why?: string, whyBy?: string, history?: HistoryEntry[], passage?: string[], createdBy?: string,
  *   createdAt?: any, discardedBy?: string, discardedAt?: any}} DecisionRecord
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
- * @typedef {{id: string, record: DecisionRecord, doc: any, accepted: string[], inflight: string, sent: string[],
- *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, view: any,
- *   viewKey: string, stored: string, reset: {n: number, reply: any}|null}} Decision
+ * @typedef {{id: string, record: DecisionRecord, doc: any, core: any, behind: boolean, accepted: string[], inflight: string, sent: string[],
+ *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, heads: string[]|null, view: any,
+ *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null}} Decision
  * @typedef {{title?: string, url: string}} Source
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
@@ -29,6 +29,13 @@
  * change with a descendant on the server is no longer a head there), so
  * "every reported head is known" says exactly what "the history holds
  * every reported head" says, at the cost of a set lookup.
+ *
+ * Decision.core is the replica's automerge document; received changes go
+ * to its handle alone (R.receive), and behind says its JavaScript values
+ * have not caught up yet. Decision.doc is core brought up to date, when
+ * read: heads, saves and changes are read from core, values from doc.
+ * Decision.heads holds core's heads once read (headsOf), until core
+ * changes: doc's setter and every received change reset it.
  */
 /**
  * A Client's options: doc, the document; member, the member signed in
@@ -37,7 +44,8 @@
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 150);
+ * write waits after changes from the server, default 2000: the server
+ * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
  * wait before each redial, as the Go client's (see reconnectDelay).
@@ -690,6 +698,8 @@ export type Decision = {
     id: string;
     record: DecisionRecord;
     doc: any;
+    core: any;
+    behind: boolean;
     accepted: string[];
     inflight: string;
     sent: string[];
@@ -699,9 +709,11 @@ export type Decision = {
     edited: boolean;
     note: Note | null;
     busy: string;
+    heads: string[] | null;
     view: any;
     viewKey: string;
-    stored: string;
+    stored: any[] | null;
+    saved: import("./storage.js").Saved | null;
     reset: {
         n: number;
         reply: any;
@@ -750,6 +762,13 @@ export type PresenceState = import("./presence.js").PresenceState;
  * change with a descendant on the server is no longer a head there), so
  * "every reported head is known" says exactly what "the history holds
  * every reported head" says, at the cost of a set lookup.
+ *
+ * Decision.core is the replica's automerge document; received changes go
+ * to its handle alone (R.receive), and behind says its JavaScript values
+ * have not caught up yet. Decision.doc is core brought up to date, when
+ * read: heads, saves and changes are read from core, values from doc.
+ * Decision.heads holds core's heads once read (headsOf), until core
+ * changes: doc's setter and every received change reset it.
  */
 export type Peer = import("./presence.js").Peer;
 /**
@@ -759,7 +778,8 @@ export type Peer = import("./presence.js").Peer;
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 150);
+ * write waits after changes from the server, default 2000: the server
+ * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
  * wait before each redial, as the Go client's (see reconnectDelay).

@@ -1,4 +1,8 @@
 /**
+ * @typedef {import("./client.js").Client} Client
+ * @typedef {import("./client.js").Decision} Decision
+ */
+/**
  * The reply to the decision's edit in flight. Accepted (repeated too),
  * it moves the accepted heads; refused with a reset, the replica takes
  * the accepted document the reply carries (a rebased one keeps the

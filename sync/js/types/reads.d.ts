@@ -1,4 +1,9 @@
 /**
+ * @typedef {import("./client.js").Client} Client
+ * @typedef {import("./client.js").Decision} Decision
+ * @typedef {import("./client.js").DecisionState} DecisionState
+ */
+/**
  * The current draft of a decision, read from its replica (cached by
  * heads): {generation, questions: {qid: {text, choices, marks}}}.
  * @param {Client} c

@@ -36,8 +36,7 @@ export function load(bytes: Uint8Array, actor?: string): A.Doc<any>;
 /**
  * Applies a batch of concatenated change chunks (question:changes, or the
  * Go side's crdt.Doc.ChangesSince). Returns the new document and whether
- * every change applied: automerge holds back a change whose dependencies it
- * lacks, and a replica that missed frames must resync.
+ * every change applied (see receive).
  * @param {A.Doc<any>} doc
  * @param {Uint8Array} bytes
  * @returns {{doc: A.Doc<any>, complete: boolean}}
@@ -46,6 +45,26 @@ export function applyBatch(doc: A.Doc<any>, bytes: Uint8Array): {
     doc: A.Doc<any>;
     complete: boolean;
 };
+/**
+ * Applies a batch of change chunks to doc's automerge handle alone:
+ * doc's JavaScript values stay as they were until current(doc). Building
+ * them costs about half as much again as the apply, so it waits until
+ * something reads them; the handle answers heads, saves and changes at
+ * once. Returns whether every change applied: automerge holds back a
+ * change whose dependencies it lacks, and a replica that missed frames
+ * must resync.
+ * @param {A.Doc<any>} doc
+ * @param {Uint8Array} bytes
+ * @returns {boolean}
+ */
+export function receive(doc: A.Doc<any>, bytes: Uint8Array): boolean;
+/**
+ * doc with its JavaScript values brought up to its handle's (after
+ * receive), as a new document: doc is then outdated.
+ * @param {A.Doc<any>} doc
+ * @returns {A.Doc<any>}
+ */
+export function current(doc: A.Doc<any>): A.Doc<any>;
 /**
  * The changes of doc that are not in heads, as one batch: each change in
  * automerge's binary form (uncompressed change chunks), concatenated; the

@@ -31,6 +31,11 @@ export function restore(c: Client): Promise<void>;
  */
 export function restoreFrom(c: Client, v: any): void;
 /**
+ * A decision's stored document: a save and the change chunks received
+ * since (parts), holding heads (joined).
+ * @typedef {{heads: string, parts: Uint8Array[]}} Saved
+ */
+/**
  * Arms the write of the drafts that changed since they were stored: at
  * once after a local edit, storeDelay ms after changes from the server.
  * @param {Client} c
@@ -110,6 +115,14 @@ export class IndexedDBStorage {
     /** @param {string} key */
     delete(key: string): Promise<void>;
 }
+/**
+ * A decision's stored document: a save and the change chunks received
+ * since (parts), holding heads (joined).
+ */
+export type Saved = {
+    heads: string;
+    parts: Uint8Array[];
+};
 export type Client = import("./client.js").Client;
 export type Decision = import("./client.js").Decision;
 export type Storage = {
