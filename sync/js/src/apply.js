@@ -243,18 +243,14 @@ export function applyChanges(c, m) {
     const complete = R.receive(d.core, changes);
     d.behind = true;
     d.heads = null;
+    // The stored copy takes the bytes as they came (storage.js, Saved).
+    d.saved?.push(changes);
     if (!complete) {
       console.warn("changes for", m.id, "miss dependencies; resyncing");
       c.resync();
       return;
     }
     noteHeads(d, headsOf(d));
-    // The stored copy takes the bytes as they came (storage.js, Saved).
-    const s = d.saved;
-    if (s) {
-      s.parts.push(changes);
-      s.heads = headsOf(d).join();
-    }
   }
   const heads = (m.heads || []).slice().sort();
   if (heads.length && knows(d, heads)) d.accepted = heads;

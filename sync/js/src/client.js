@@ -79,7 +79,7 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 2000: the server
+ * write waits after changes from the server, default 5000: the server
  * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
@@ -158,7 +158,7 @@ export class Client {
     this.Socket = opts.WebSocket || (typeof WebSocket === "function" ? WebSocket : null);
     this.storage = opts.storage || null;
     this.onStorageError = opts.onStorageError || null;
-    this.storeDelay = opts.storeDelay ?? 2000;
+    this.storeDelay = opts.storeDelay ?? 5000;
     this.requestTimeout = opts.requestTimeout ?? 30000;
     /** the redial backoff's bounds (ms) */
     this.minBackoff = opts.minBackoff > 0 ? opts.minBackoff : MIN_BACKOFF;

@@ -44,7 +44,7 @@
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 2000: the server
+ * write waits after changes from the server, default 5000: the server
  * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the
@@ -778,7 +778,7 @@ export type Peer = import("./presence.js").Peer;
  * WebSocket constructor takes headers; WebSocket, the constructor (default
  * the global one; in Node, the ws package); storage and onStorageError,
  * where drafts are kept and how a problem is reported; storeDelay (ms a
- * write waits after changes from the server, default 2000: the server
+ * write waits after changes from the server, default 5000: the server
  * holds them, and a write costs about what applying a change does);
  * requestTimeout (ms, default 30000); restoreTimeout (ms, default 10000);
  * minBackoff and maxBackoff (ms, defaults 50 and 5000), the bounds of the

@@ -1,4 +1,3 @@
-/** @typedef {import("./client.js").Client} Client */
 /**
  * Connects (and redials whenever the connection is lost). With a
  * storage, the stored drafts are restored first.

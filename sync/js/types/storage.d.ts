@@ -32,8 +32,9 @@ export function restore(c: Client): Promise<void>;
 export function restoreFrom(c: Client, v: any): void;
 /**
  * A decision's stored document: a save and the change chunks received
- * since (parts), holding heads (joined).
- * @typedef {{heads: string, parts: Uint8Array[]}} Saved
+ * since (applyChanges appends them). Anything else that changes the
+ * document replaces it (Decision.doc's setter), which drops this.
+ * @typedef {Uint8Array[]} Saved
  */
 /**
  * Arms the write of the drafts that changed since they were stored: at
@@ -117,12 +118,10 @@ export class IndexedDBStorage {
 }
 /**
  * A decision's stored document: a save and the change chunks received
- * since (parts), holding heads (joined).
+ * since (applyChanges appends them). Anything else that changes the
+ * document replaces it (Decision.doc's setter), which drops this.
  */
-export type Saved = {
-    heads: string;
-    parts: Uint8Array[];
-};
+export type Saved = Uint8Array[];
 export type Client = import("./client.js").Client;
 export type Decision = import("./client.js").Decision;
 export type Storage = {
