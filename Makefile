@@ -6,18 +6,19 @@ FUZZTIME  ?= 10s
 .PHONY: test fmt-check vet unit unit-root unit-examples soak bench fuzz run tidy \
 	web web-deps web-check web-check-run js-deps js-check js-check-run mcp-agent
 
-# test first checks formatting, vets and installs the pinned npm packages
-# (npm ci) that the Go ↔ JavaScript interoperability tests
-# (sync/js/interop) and the MCP TypeScript SDK agent test need; then it
-# runs the two modules' Go tests and the Node checks side by side, each
+# test first checks formatting and installs the pinned npm packages (npm
+# ci) that the Go ↔ JavaScript interoperability tests (sync/js/interop)
+# and the MCP TypeScript SDK agent test need; then it vets and runs the
+# two modules' Go tests and the Node checks side by side (vet walks
+# examples/, so it waits for npm ci to finish rewriting node_modules), each
 # one's output printed whole when it ends (-Otarget). Any failure fails
 # the run. TEST_JOBS caps how many run at once.
 TEST_JOBS ?= 4
 
 test:
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target fmt-check vet js-deps web-deps mcp-agent
-	@echo "test: unit-root, unit-examples, js-check-run and web-check-run side by side; each one's output follows when it ends"
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target unit-root unit-examples js-check-run web-check-run
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target fmt-check js-deps web-deps mcp-agent
+	@echo "test: vet, unit-root, unit-examples, js-check-run and web-check-run side by side; each one's output follows when it ends"
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target vet unit-root unit-examples js-check-run web-check-run
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -29,15 +30,21 @@ vet:
 		d=$$(dirname $$m); echo "go vet in $$d"; (cd $$d && $(GO) vet ./...) || exit 1; done
 
 # unit runs the Go tests of the root module, then of each module under
-# examples/ (make test runs the two side by side).
+# examples/ (make test runs the two side by side). go test starts packages
+# in the order named, GOMAXPROCS at a time, so the longest are named first
+# (SLOW_FIRST, and examples' server): started last, one of them would
+# run alone at the end.
 unit: unit-root unit-examples
 
+SLOW_FIRST := ./question ./sync/server ./sync/cluster ./sync/replica ./crdt
+
 unit-root:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(if $(filter ./...,$(PKGS)),$(SLOW_FIRST)) $(PKGS)
 
 unit-examples:
 	@for m in $$(find examples -name go.mod -not -path '*/node_modules/*' 2>/dev/null); do \
-		d=$$(dirname $$m); echo "go test in $$d"; (cd $$d && $(GO) test -race -count=1 ./...) || exit 1; done
+		d=$$(dirname $$m); first=$$(test -d $$d/server && echo ./server); \
+		echo "go test in $$d"; (cd $$d && $(GO) test -race -count=1 $$first ./...) || exit 1; done
 
 # soak runs the root module's tests with SOAK_CHECKS cases for every rapid
 # property that takes its count from RAPID_CHECKS, where make test runs
