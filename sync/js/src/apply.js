@@ -17,6 +17,7 @@ import * as R from "./replica.js";
 import { RefusedError } from "./errors.js";
 import { now } from "./presence.js";
 import { display, headsOf } from "./records.js";
+import * as Undo from "./undo.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -145,6 +146,7 @@ export function adoptDoc(c, d, srv) {
       return "loaded";
     }
     d.doc = A.merge(old, srv);
+    if (d.undo) d.undo.burst = null; // what it merged may have altered the text
     d.accepted = heads;
     noteHeads(d, heads);
     noteHeads(d, A.getHeads(d.doc));
@@ -160,6 +162,7 @@ export function adoptDoc(c, d, srv) {
   d.sent = [];
   d.held = false;
   if (carried) d.edited = true;
+  Undo.clear(c, d, "rebase");
   return "rebased";
 }
 
@@ -239,6 +242,8 @@ export function applyChanges(c, m) {
   // omits (zero values are not written).
   const changes = m.changes instanceof Uint8Array ? m.changes : new Uint8Array(0);
   if (changes.length) {
+    // A burst under way ends if they alter its text (see Undo.received).
+    const before = d.undo?.burst && headsOf(d);
     // The handle alone: d.doc's values catch up when read (see Decision.core).
     const complete = R.receive(d.core, changes);
     d.behind = true;
@@ -251,6 +256,7 @@ export function applyChanges(c, m) {
       return;
     }
     noteHeads(d, headsOf(d));
+    if (before) Undo.received(d, before);
   }
   const heads = (m.heads || []).slice().sort();
   if (heads.length && knows(d, heads)) d.accepted = heads;
@@ -258,6 +264,7 @@ export function applyChanges(c, m) {
   d.synced = true;
   if (c["arriving"].size) c.arrived(d.id, false);
   c.push(d);
+  Undo.heard(d, m.cells || []);
   c.noticeOverwrites(d.id, m.cells || []);
 }
 

@@ -14,6 +14,7 @@
 //   reads.js       a decision's state, and the waits (ready, open, until)
 //   storage.js     drafts kept in a Storage and restored before connecting
 //   presence.js    presence, and overwritten values reported
+//   undo.js        undo and redo of the member's own edits
 
 import { encode } from "@msgpack/msgpack";
 import * as Connection from "./connection.js";
@@ -25,6 +26,7 @@ import * as Requests from "./requests.js";
 import * as Reads from "./reads.js";
 import * as Drafts from "./storage.js";
 import * as Presence from "./presence.js";
+import * as Undo from "./undo.js";
 import { Peers, PresenceOut, presenceState } from "./presence.js";
 import * as R from "./replica.js";
 import { RefusedError, StorageError } from "./errors.js";
@@ -45,7 +47,8 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
  * @typedef {{id: string, record: DecisionRecord, doc: any, core: any, behind: boolean, accepted: string[], inflight: string, sent: string[],
  *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, heads: string[]|null, view: any,
- *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null}} Decision
+ *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null,
+ *   undo: import("./undo.js").Stacks|null}} Decision
  * @typedef {{title?: string, url: string}} Source
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
@@ -54,6 +57,9 @@ export { reconnectDelay, restartsBackoff, retryAfterMs, syncURL } from "./connec
  *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
  * @typedef {import("./presence.js").PresenceState} PresenceState
  * @typedef {import("./presence.js").Peer} Peer
+ * @typedef {import("./undo.js").UndoGroup} UndoGroup
+ * @typedef {import("./undo.js").UndoResult} UndoResult
+ * @typedef {import("./undo.js").UndoState} UndoState
  *
  * Decision.known holds every hash that has been one of the replica's heads
  * since it last took a whole document (or since its history was last all
@@ -377,7 +383,7 @@ export class Client {
    * @param {string} text
    */
   setText(id, qid, text) {
-    this.edit(id, (doc) => R.setText(doc, qid, text));
+    Undo.typed(this, id, qid, (t) => R.diff(t, text));
   }
 
   /**
@@ -389,7 +395,7 @@ export class Client {
    * @param {string} ins
    */
   spliceText(id, qid, pos, del, ins) {
-    this.edit(id, (doc) => R.spliceText(doc, qid, pos, del, ins));
+    Undo.typed(this, id, qid, () => ({ pos, del, ins }));
   }
 
   /**
@@ -403,7 +409,7 @@ export class Client {
    */
   choose(id, qid, opt, on, multiple) {
     const many = multiple ?? this.decisions.get(id)?.record.definition.questions.find((q) => q.id === qid)?.multiple === true;
-    this.edit(id, (doc) => R.choose(doc, qid, opt, on, many));
+    Undo.track(this, id, "choice", qid, many ? opt : "", () => this.edit(id, (doc) => R.choose(doc, qid, opt, on, many)));
   }
 
   /**
@@ -415,7 +421,7 @@ export class Client {
    * @param {"yes"|"partly"|"no"|null} mark
    */
   setMark(id, qid, opt, crit, mark) {
-    this.edit(id, (doc) => R.setMark(doc, qid, opt, crit, mark));
+    Undo.track(this, id, "mark", qid, `${opt}/${crit}`, () => this.edit(id, (doc) => R.setMark(doc, qid, opt, crit, mark)));
   }
 
   /** Sends the decision's unaccepted changes when nothing is in flight. @param {Decision} d */
@@ -444,6 +450,42 @@ export class Client {
    * @param {number} [ms]
    */
   flush(ids, ms = this.requestTimeout) { return Edits.flush(this, ids, ms); }
+
+  // ---- undo and redo (undo.js) ----
+
+  /**
+   * Undoes this member's newest edit group of the decision made through
+   * this client (a mark, a choice, a typing burst on a written answer, a
+   * why; docs/PROTOCOL.md, "Undo"), and nothing of anyone else's. A mark,
+   * choice or why goes back only if it still holds what the group set;
+   * otherwise the undo is skipped (done false) and by names who set it,
+   * when known. Text is reverted on the characters themselves: others'
+   * typing stays. A mark, choice or text undo is in the replica when it
+   * resolves, and sent like any edit; a why's waits for the server.
+   * Resolves null when there is nothing to undo; rejects as an edit or a
+   * why would (the group then stays).
+   * @param {string} id
+   * @returns {Promise<UndoResult|null>}
+   */
+  undo(id) { return Undo.undo(this, id); }
+
+  /**
+   * Redoes the group undone last, by the same rules (see undo); a new
+   * edit group empties what there is to redo.
+   * @param {string} id
+   * @returns {Promise<UndoResult|null>}
+   */
+  redo(id) { return Undo.redo(this, id); }
+
+  /**
+   * What undo and redo would take now, and what emptied both stacks last
+   * (a save, discard, reopen, rebase or reset) until the next group: the
+   * same object until it changes, and subscribe's listeners are called
+   * when it does.
+   * @param {string} id
+   * @returns {UndoState}
+   */
+  undoState(id) { return Undo.undoState(this, id); }
 
   // ---- reading (reads.js) ----
 
@@ -560,7 +602,7 @@ export class Client {
    * @param {string} text
    * @returns {Promise<DecisionRecord>}
    */
-  why(id, text) { return Requests.why(this, id, text); }
+  why(id, text) { return /** @type {Promise<DecisionRecord>} */ (Requests.why(this, id, text)); }
 
   /**
    * Appends an option to question qid (see append).

@@ -14,6 +14,7 @@ import { RefusedError, refusal } from "./errors.js";
 import { READER, refusalText } from "./messages.js";
 import { knows, noteHeads, same, settle, union } from "./apply.js";
 import { headsOf } from "./records.js";
+import { clear } from "./undo.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -67,6 +68,7 @@ export function editReply(c, m) {
     d.held = false;
     d.edited = false;
     d.reset = { n: ++c.resets, reply: m };
+    clear(c, d, "reset");
     d.note = {
       text: m.reason === "forbidden" ? READER : `Your last change was not accepted — ${lower(refusalText("question:edit", m.reason, m.message))} The accepted answer shows again.`,
       tone: "error", at: Date.now(),

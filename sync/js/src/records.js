@@ -7,6 +7,7 @@
 // JavaScript values brought up to date when read.
 
 import { current, heads } from "./replica.js";
+import { recorded } from "./undo.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -41,7 +42,7 @@ export function decision(c, id) {
         this.heads = this.saved = null;
       },
       accepted: [], inflight: "", sent: [], known: new Set(), held: false, synced: false, edited: false, note: null, busy: "",
-      heads: null, view: null, viewKey: "", stored: null, saved: null, reset: null,
+      heads: null, view: null, viewKey: "", stored: null, saved: null, reset: null, undo: null,
     };
     c.decisions.set(id, d);
     c.order.push(id);
@@ -82,8 +83,10 @@ export function adoptRecord(c, rec) {
   const d = c.decision(rec.id);
   const next = normalizeRecord(rec);
   next.definition = forward(d.record.definition, next.definition);
+  const was = d.record;
   d.record = next;
   if (next.status !== "open") d.edited = false;
+  recorded(c, d, was);
 }
 
 /**

@@ -18,6 +18,7 @@ import { OFFLINE, READER, findingRefusal, refusalText } from "./messages.js";
 import { knows } from "./apply.js";
 import { reconnectDelay } from "./connection.js";
 import { cellProvenance } from "./records.js";
+import * as Undo from "./undo.js";
 
 /**
  * @typedef {import("./client.js").Client} Client
@@ -315,18 +316,30 @@ export async function discard(c, id) {
 
 /**
  * Sets the why (one plain sentence; empty clears it) of the settled
- * decision's saved answer the client shows, as reopen names it.
+ * decision's saved answer the client shows, as reopen names it: a group
+ * to undo. An undo's (seen given: the why it replaces) resolves null,
+ * and sets no note, when another why replaced seen (refused as stale).
  * @param {Client} c
  * @param {string} id
  * @param {string} text
- * @returns {Promise<DecisionRecord>}
+ * @param {string} [seen]
+ * @returns {Promise<DecisionRecord|null>}
  */
-export async function why(c, id, text) {
+export async function why(c, id, text, seen) {
   // seen: the why shown, so that one another member set meanwhile is
   // never overwritten unseen (refused as stale).
-  const seen = c.decisions.get(id)?.record?.why ?? "";
-  await c.act(id, "question:why", { text, generation: c.savedGeneration(id), seen }, "why", text ? "Why saved." : "Why cleared.");
-  return /** @type {Decision} */ (c.decisions.get(id)).record;
+  const shown = c.decisions.get(id)?.record?.why ?? "";
+  try {
+    await c.act(id, "question:why", { text, generation: c.savedGeneration(id), seen: seen ?? shown }, "why", text ? "Why saved." : "Why cleared.");
+  } catch (e) {
+    if (seen === undefined || /** @type {any} */ (e).reason !== "stale") throw e;
+    /** @type {Decision} */ (c.decisions.get(id)).note = null;
+    return null;
+  }
+  const d = /** @type {Decision} */ (c.decisions.get(id));
+  const to = d.record.why ?? "";
+  if (seen === undefined && to !== shown) Undo.made(c, d, { kind: "why", question: "", cell: "", from: shown, to });
+  return d.record;
 }
 
 /**

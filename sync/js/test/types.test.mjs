@@ -32,3 +32,23 @@ test("reason, conn and status are string-literal unions, and ClientOptions is do
   assert.match(doc, /A Client's options/);
   assert.doesNotMatch(doc, /known|heads/);
 });
+
+test("undo, redo and undoState are public, their results the shapes the Go client's JSON has", () => {
+  const client = read("client.d.ts");
+  const undo = read("undo.d.ts");
+  const cls = client.slice(client.indexOf("export class Client {"));
+  assert.match(cls, /^    undo\(id: string\): Promise<UndoResult \| null>;$/m);
+  assert.match(cls, /^    redo\(id: string\): Promise<UndoResult \| null>;$/m);
+  assert.match(cls, /^    undoState\(id: string\): UndoState;$/m);
+  const index = read("index.d.ts");
+  for (const t of ["UndoGroup", "UndoResult", "UndoState"]) assert.match(index, new RegExp(`export type ${t} = import\\("./undo.js"\\).${t};`));
+  const type = (/** @type {string} */ name) => {
+    const m = new RegExp(`export type ${name} = ([^;]*?(?:\\{[\\s\\S]*?\\n\\}|[^;{]*));`).exec(undo);
+    assert.ok(m, `${name} is not declared in types/undo.d.ts`);
+    return m[1].replace(/\s+/g, " ").trim();
+  };
+  assert.equal(type("UndoGroup"), '{ kind: "mark" | "choice" | "text" | "why"; question: string; cell: string; from: string; to: string; }');
+  assert.equal(type("UndoResult"), "{ group: UndoGroup; done: boolean; by: string; }");
+  assert.equal(type("UndoState"), "{ undo: UndoGroup | null; redo: UndoGroup | null; cleared: Cleared; }");
+  assert.equal(type("Cleared"), '"" | "save" | "discard" | "reopen" | "rebase" | "reset"');
+});

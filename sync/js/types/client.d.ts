@@ -11,7 +11,8 @@
  * @typedef {{text: string, tone: "info"|"error"|"ok", at: number}} Note
  * @typedef {{id: string, record: DecisionRecord, doc: any, core: any, behind: boolean, accepted: string[], inflight: string, sent: string[],
  *   known: Set<string>, held: boolean, synced: boolean, edited: boolean, note: Note|null, busy: string, heads: string[]|null, view: any,
- *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null}} Decision
+ *   viewKey: string, stored: any[]|null, saved: import("./storage.js").Saved|null, reset: {n: number, reply: any}|null,
+ *   undo: import("./undo.js").Stacks|null}} Decision
  * @typedef {{title?: string, url: string}} Source
  * @typedef {{id: string, kind: "research"|"spike"|"ask", status: "running"|"ready"|"failed"|"stopped", focus?: string, ref: string,
  *   title?: string, summary?: string, sources?: Source[], sourceCount?: number, branch?: string, childId?: string,
@@ -20,6 +21,9 @@
  *   ready: boolean, synced: boolean, edited: boolean, unsent: boolean, note: Note|null, busy: string}} DecisionState
  * @typedef {import("./presence.js").PresenceState} PresenceState
  * @typedef {import("./presence.js").Peer} Peer
+ * @typedef {import("./undo.js").UndoGroup} UndoGroup
+ * @typedef {import("./undo.js").UndoResult} UndoResult
+ * @typedef {import("./undo.js").UndoState} UndoState
  *
  * Decision.known holds every hash that has been one of the replica's heads
  * since it last took a whole document (or since its history was last all
@@ -349,6 +353,37 @@ export class Client {
      * @param {number} [ms]
      */
     flush(ids?: string[], ms?: number): Promise<void>;
+    /**
+     * Undoes this member's newest edit group of the decision made through
+     * this client (a mark, a choice, a typing burst on a written answer, a
+     * why; docs/PROTOCOL.md, "Undo"), and nothing of anyone else's. A mark,
+     * choice or why goes back only if it still holds what the group set;
+     * otherwise the undo is skipped (done false) and by names who set it,
+     * when known. Text is reverted on the characters themselves: others'
+     * typing stays. A mark, choice or text undo is in the replica when it
+     * resolves, and sent like any edit; a why's waits for the server.
+     * Resolves null when there is nothing to undo; rejects as an edit or a
+     * why would (the group then stays).
+     * @param {string} id
+     * @returns {Promise<UndoResult|null>}
+     */
+    undo(id: string): Promise<UndoResult | null>;
+    /**
+     * Redoes the group undone last, by the same rules (see undo); a new
+     * edit group empties what there is to redo.
+     * @param {string} id
+     * @returns {Promise<UndoResult|null>}
+     */
+    redo(id: string): Promise<UndoResult | null>;
+    /**
+     * What undo and redo would take now, and what emptied both stacks last
+     * (a save, discard, reopen, rebase or reset) until the next group: the
+     * same object until it changes, and subscribe's listeners are called
+     * when it does.
+     * @param {string} id
+     * @returns {UndoState}
+     */
+    undoState(id: string): UndoState;
     /**
      * The decisions' records, in the server's order.
      * @returns {DecisionRecord[]}
@@ -718,6 +753,7 @@ export type Decision = {
         n: number;
         reply: any;
     } | null;
+    undo: import("./undo.js").Stacks | null;
 };
 export type Source = {
     title?: string;
@@ -753,6 +789,9 @@ export type DecisionState = {
     busy: string;
 };
 export type PresenceState = import("./presence.js").PresenceState;
+export type Peer = import("./presence.js").Peer;
+export type UndoGroup = import("./undo.js").UndoGroup;
+export type UndoResult = import("./undo.js").UndoResult;
 /**
  * Decision.known holds every hash that has been one of the replica's heads
  * since it last took a whole document (or since its history was last all
@@ -770,7 +809,7 @@ export type PresenceState = import("./presence.js").PresenceState;
  * Decision.heads holds core's heads once read (headsOf), until core
  * changes: doc's setter and every received change reset it.
  */
-export type Peer = import("./presence.js").Peer;
+export type UndoState = import("./undo.js").UndoState;
 /**
  * A Client's options: doc, the document; member, the member signed in
  * (names the stored drafts); url, the sync socket (default: the page's

@@ -114,13 +114,16 @@ export function reopen(c: Client, id: string): Promise<DecisionRecord>;
 export function discard(c: Client, id: string): Promise<DecisionRecord>;
 /**
  * Sets the why (one plain sentence; empty clears it) of the settled
- * decision's saved answer the client shows, as reopen names it.
+ * decision's saved answer the client shows, as reopen names it: a group
+ * to undo. An undo's (seen given: the why it replaces) resolves null,
+ * and sets no note, when another why replaced seen (refused as stale).
  * @param {Client} c
  * @param {string} id
  * @param {string} text
- * @returns {Promise<DecisionRecord>}
+ * @param {string} [seen]
+ * @returns {Promise<DecisionRecord|null>}
  */
-export function why(c: Client, id: string, text: string): Promise<DecisionRecord>;
+export function why(c: Client, id: string, text: string, seen?: string): Promise<DecisionRecord | null>;
 /**
  * Appends an option or a criterion; resolves once its cells can be
  * marked. The idempotency key is kept until a definite answer, so a
