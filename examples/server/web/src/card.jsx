@@ -1,7 +1,8 @@
 // A decision card: its header (status, Needs review, Edited, Sending…,
-// who else is here, ⤢), its questions, the why or the discarded answer,
-// its footer (Save, Research, Reopen, Discard…, the findings), its message
-// line and the earlier answers.
+// Undo and Redo, who else is here, ⤢), its questions, the why or the
+// discarded answer, its footer (Save, Research, Reopen, Discard…, the
+// findings), its message line and the earlier answers. Undo's shortcuts
+// work anywhere in the card (undo.jsx).
 
 import { useState } from "preact/hooks";
 import { settled } from "./work.js";
@@ -9,6 +10,7 @@ import { CardResearch, ExpandButton, FindingsButton, personName, useRoster } fro
 import { Overwrites, Present } from "./presence.jsx";
 import { QuestionView, valuesOf } from "./question.jsx";
 import { History, Why } from "./why-history.jsx";
+import { UndoButtons, useUndo } from "./undo.jsx";
 import { when } from "./format.js";
 
 /**
@@ -51,11 +53,12 @@ function Card({ c, d, nameOf, review, link }) {
   const [confirming, setConfirming] = useState(false);
   const roster = useRoster();
   const who = (/** @type {string} */ login) => personName(roster, nameOf, login);
+  const undo = useUndo(c, d, who);
   const title = questions[0]?.question || "Decision";
   const hid = `q-${d.id}`;
 
   return (
-    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} data-link={link || ""} data-decision={d.id} aria-labelledby={hid}>
+    <article class={`card ${status}`} data-testid={`card-${d.id}`} data-status={status} data-link={link || ""} data-decision={d.id} aria-labelledby={hid} {...undo.keys}>
       <header class="cardhead">
         <StatusPill d={d} nameOf={nameOf} />
         {review && status !== "discarded" && (
@@ -73,6 +76,7 @@ function Card({ c, d, nameOf, review, link }) {
             {c.welcomed ? "Sending…" : "Not sent yet"}
           </span>
         )}
+        <UndoButtons c={c} d={d} run={undo.run} />
         <Present c={c} id={d.id} who={who} />
         <ExpandButton c={c} d={d} />
       </header>
