@@ -39,8 +39,8 @@ const A = R.A;
 
 /**
  * What an undo or a redo did: done false when it was skipped (the value
- * no longer held what the group left), by then naming who set it, when
- * the client knows ("" otherwise).
+ * no longer held what the group left); by names who set the value as it
+ * now is, when the client knows ("" otherwise): the member when done.
  * @typedef {{group: UndoGroup, done: boolean, by: string}} UndoResult
  */
 
@@ -435,8 +435,11 @@ async function revertTop(c, id, back) {
     changed(c, u);
     throw e;
   }
-  // A skipped group leaves the stacks.
-  if (done) put(back ? u.redo : u.undo, next);
+  // A skipped group leaves the stacks; a done one's value is the member's.
+  if (done) {
+    put(back ? u.redo : u.undo, next);
+    by = c.member;
+  }
   changed(c, d.undo || u);
   return { group: shape(g), done, by };
 }

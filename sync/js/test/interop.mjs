@@ -42,12 +42,23 @@
 //   request {name, kind, fields}    {rid}: starts a request (Client.request)
 //   settled {name, rid}             {settled, reply}: whether it resolved
 //
+// The package's Client over a real socket (the ws package), to a server
+// the Go side runs:
+//   connect {name, url, member}     a Client of document url's doc, ready
+//   flush {name}                    waits until its edits are accepted
+//   draft {name, id}                {questions, why, whyBy}: Client.state's
+//   undo {name, id}, redo {name, id}  {result}: what Client.undo (redo)
+//                                   resolved (null: nothing to take)
+//   undostate {name, id}            {state}: Client.undoState
+// (edit works on these too, with op splice {q, pos, del, ins} besides.)
+//
 // Run by hand: node test/interop.mjs < commands.jsonl
 
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { decode } from "@msgpack/msgpack";
+import WebSocket from "ws";
 import * as R from "../src/replica.js";
 import { Client } from "../src/client.js";
 
@@ -166,6 +177,7 @@ const handlers = {
     if (m.op === "mark") c.setMark(m.id, m.q, m.o, m.c, m.mark);
     else if (m.op === "choose") c.choose(m.id, m.q, m.o, m.on, m.multiple);
     else if (m.op === "settext") c.setText(m.id, m.q, m.text);
+    else if (m.op === "splice") c.spliceText(m.id, m.q, m.pos, m.del, m.ins);
     else throw new Error(`unknown edit ${m.op}`);
     return {};
   },
@@ -188,6 +200,26 @@ const handlers = {
     if (!r) throw new Error(`no request ${m.rid}`);
     return { settled: r.settled, reply: r.reply && { ok: r.reply.ok, reason: r.reply.reason ?? "" } };
   },
+  connect: async (m) => {
+    const doc = new URL(m.url).searchParams.get("doc");
+    const c = new Client({ doc, member: m.member, url: m.url, WebSocket });
+    clients.set(m.name, { c, out: [] });
+    c.start();
+    await c.ready(10000, true);
+    return {};
+  },
+  flush: async (m) => {
+    await client(m.name).c.flush();
+    return {};
+  },
+  draft: (m) => {
+    const st = client(m.name).c.state(m.id);
+    if (!st) throw new Error(`no decision ${m.id}`);
+    return { questions: st.questions, why: st.record.why ?? "", whyBy: st.record.whyBy ?? "" };
+  },
+  undo: async (m) => ({ result: await client(m.name).c.undo(m.id) }),
+  redo: async (m) => ({ result: await client(m.name).c.redo(m.id) }),
+  undostate: (m) => ({ state: client(m.name).c.undoState(m.id) }),
   decision: async (m) => {
     await applied(client(m.name).c);
     const d = client(m.name).c.decisions.get(m.id);
@@ -210,3 +242,6 @@ for await (const line of rl) {
   }
   process.stdout.write(JSON.stringify(out) + "\n");
 }
+// Input closed: the connected clients stop, and so does Node.
+for (const { c } of clients.values()) if (c.Socket === WebSocket) c.stop();
+process.exit(0);

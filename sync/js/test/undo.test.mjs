@@ -59,13 +59,13 @@ test("marks and choices undo and redo, reach the other member, and are skipped n
     assert.deepEqual(ana.undoState(id).undo, group("mark", "db", "pg/cost", "yes", "no"));
 
     let r = await ana.undo(id);
-    assert.deepEqual(r, { group: group("mark", "db", "pg/cost", "yes", "no"), done: true, by: "" });
+    assert.deepEqual(r, { group: group("mark", "db", "pg/cost", "yes", "no"), done: true, by: "ana" });
     assert.equal(mark(ana, id, "pg/cost"), "yes", "ready when it resolves");
     r = await ana.undo(id);
     assert.equal(mark(ana, id, "pg/cost"), null);
     assert.deepEqual(ana.undoState(id), { undo: null, redo: group("mark", "db", "pg/cost", "", "yes"), cleared: "" });
     r = await ana.redo(id);
-    assert.deepEqual(r, { group: group("mark", "db", "pg/cost", "", "yes"), done: true, by: "" });
+    assert.deepEqual(r, { group: group("mark", "db", "pg/cost", "", "yes"), done: true, by: "ana" });
     assert.equal(mark(ana, id, "pg/cost"), "yes");
     await eventually(() => mark(ben, id, "pg/cost") === "yes", "ben to see the redo");
 
@@ -131,7 +131,7 @@ test("a typing burst is undone and redone on its own characters, around and insi
     await eventually(() => text(ana, id) === "The plan: [shXip] it.", "ana to see ben's typing");
 
     const r = await ana.undo(id);
-    assert.deepEqual(r, { group: group("text", "why", "", "keep", "ship"), done: true, by: "" });
+    assert.deepEqual(r, { group: group("text", "why", "", "keep", "ship"), done: true, by: "ana" });
     let t = text(ana, id);
     assert.equal(t.replace("keep", ""), "The plan: [X] it.", `after the undo: ${t}`);
     assert.match(t, /^The plan: .*keep.* it\.$/);
@@ -225,7 +225,7 @@ test("a why undoes and redoes through the server, and is skipped when another me
     await ana.why(id, "The team runs it.");
     assert.deepEqual(ana.undoState(id), { undo: group("why", "", "", "It is cheap.", "The team runs it."), redo: null, cleared: "" });
     let r = await ana.undo(id);
-    assert.deepEqual(r, { group: group("why", "", "", "It is cheap.", "The team runs it."), done: true, by: "" });
+    assert.deepEqual(r, { group: group("why", "", "", "It is cheap.", "The team runs it."), done: true, by: "ana" });
     assert.equal(ana.state(id).record.why, "It is cheap.");
     await ana.redo(id);
     assert.equal(ana.state(id).record.why, "The team runs it.");

@@ -359,7 +359,7 @@ export class Client {
      * why; docs/PROTOCOL.md, "Undo"), and nothing of anyone else's. A mark,
      * choice or why goes back only if it still holds what the group set;
      * otherwise the undo is skipped (done false) and by names who set it,
-     * when known. Text is reverted on the characters themselves: others'
+     * when known (by is the member when done). Text is reverted on the characters themselves: others'
      * typing stays. A mark, choice or text undo is in the replica when it
      * resolves, and sent like any edit; a why's waits for the server.
      * Resolves null when there is nothing to undo; rejects as an edit or a

@@ -137,8 +137,8 @@ export type UndoGroup = {
 };
 /**
  * What an undo or a redo did: done false when it was skipped (the value
- * no longer held what the group left), by then naming who set it, when
- * the client knows ("" otherwise).
+ * no longer held what the group left); by names who set the value as it
+ * now is, when the client knows ("" otherwise): the member when done.
  */
 export type UndoResult = {
     group: UndoGroup;

@@ -1,0 +1,178 @@
+package interop_test
+
+// Undo and redo, Go ↔ JavaScript (docs/PROTOCOL.md, "Undo"): an undo the
+// package's client makes (src/undo.js) is an ordinary edit, a text undo a
+// change made on a fork under a fresh actor, which the real server accepts
+// and the Go client (sync/replica) shows as the package's own replica
+// does, while what the Go client's member typed meanwhile stays; and a
+// skip names the Go client's member, whose edit the server attributed.
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
+	"github.com/accord-crdt/accord/marks"
+	"github.com/accord-crdt/accord/persist/boltstore"
+	"github.com/accord-crdt/accord/question"
+	"github.com/accord-crdt/accord/sync/replica"
+	"github.com/accord-crdt/accord/sync/server"
+	"github.com/accord-crdt/accord/sync/wire"
+)
+
+// undoServer runs the real server (bbolt store; the member is the URL's
+// member parameter) and returns the sync URL of document "undo".
+func undoServer(t *testing.T) string {
+	t.Helper()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "accord.db"), nil)
+	must(t, err)
+	srv, err := server.New(server.Options{
+		Store: store,
+		Authorize: func(r *http.Request, doc string) (question.Member, error) {
+			return question.Member{Login: r.URL.Query().Get("member"), Write: true}, nil
+		},
+	})
+	must(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+		store.Close()
+	})
+	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync?doc=undo"
+}
+
+// undoPair starts the server, the Go client of ben, who creates the
+// decision, and the package's client of ana, connected; it returns
+// them and the decision's id.
+func undoPair(t *testing.T) (*jsReplica, *replica.Client, string) {
+	t.Helper()
+	url := undoServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	ben, err := replica.Dial(ctx, url+"&member=ben", replica.Options{})
+	must(t, err)
+	t.Cleanup(func() { ben.Close() })
+	recs, err := ben.Create(ctx, wire.Card{Key: "undo-1", Origin: question.FromPerson, Definition: question.Definition{Questions: []question.Question{{
+		ID: "q1", Text: "Which onboarding?", Options: []question.Option{{ID: "o1", Label: "Tour"}, {ID: "o2", Label: "Template"}},
+		Criteria: []question.Criterion{{ID: "c1", Label: "New device"}},
+	}, {
+		ID: "q2", Text: "Why?", Response: question.Text, Options: []question.Option{},
+	}}}})
+	must(t, err)
+	id := recs[0].ID
+	js := startJS(t)
+	js.call("connect", map[string]any{"name": "ana", "url": url + "&member=ana", "member": "ana"})
+	return js, ben, id
+}
+
+// jsDraft is the package client's draft of one question.
+func jsDraft(js *jsReplica, id, q string) map[string]any {
+	qs, _ := js.call("draft", map[string]any{"name": "ana", "id": id})["questions"].(map[string]any)
+	d, _ := qs[q].(map[string]any)
+	return d
+}
+
+func benDraft(t *testing.T, c *replica.Client, id, q string) crdt.QuestionDraft {
+	t.Helper()
+	d, _, err := c.Draft(id)
+	must(t, err)
+	return d.Questions[q]
+}
+
+// jsEdit makes an edit in the package's client.
+func jsEdit(js *jsReplica, id, op string, args map[string]any) {
+	m := map[string]any{"name": "ana", "id": id, "op": op}
+	for k, v := range args {
+		m[k] = v
+	}
+	js.call("edit", m)
+}
+
+// jsUndo undoes (redo: redoes) in the package's client and returns the
+// result, nil when there was nothing to take.
+func jsUndo(js *jsReplica, id string, redo bool) map[string]any {
+	cmd := "undo"
+	if redo {
+		cmd = "redo"
+	}
+	r, _ := js.call(cmd, map[string]any{"name": "ana", "id": id})["result"].(map[string]any)
+	return r
+}
+
+func TestInteropJSUndoSeenByGo(t *testing.T) {
+	js, ben, id := undoPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	text := func(d map[string]any) string { s, _ := d["text"].(string); return s }
+
+	// Ben's text; ana's burst replaces "keep" by "ship".
+	must(t, ben.SetText(id, "q2", "The plan: keep it."))
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's text", func() bool { return text(jsDraft(js, id, "q2")) == "The plan: keep it." })
+	for p := 13; p >= 10; p-- {
+		jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": p, "del": 1, "ins": ""})
+	}
+	for i, ch := range "ship" {
+		jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": 10 + i, "del": 0, "ins": string(ch)})
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's burst", func() bool { return benDraft(t, ben, id, "q2").Text == "The plan: ship it." })
+
+	// Ben types before, inside and after ana's word; then ana undoes.
+	must(t, ben.SpliceText(id, "q2", 12, 0, "X"))
+	must(t, ben.SpliceText(id, "q2", 10, 0, "["))
+	must(t, ben.SpliceText(id, "q2", 16, 0, "]"))
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's typing", func() bool { return text(jsDraft(js, id, "q2")) == "The plan: [shXip] it." })
+	r := jsUndo(js, id, false)
+	if g, _ := r["group"].(map[string]any); r["done"] != true || r["by"] != "ana" || g["kind"] != "text" || g["from"] != "keep" || g["to"] != "ship" || g["question"] != "q2" {
+		t.Fatalf("ana's undo: %v", r)
+	}
+	undone := text(jsDraft(js, id, "q2"))
+	if strings.Replace(undone, "keep", "", 1) != "The plan: [X] it." {
+		t.Fatalf("after ana's undo: %q", undone)
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's undo", func() bool { return benDraft(t, ben, id, "q2").Text == undone })
+	jsUndo(js, id, true)
+	redone := text(jsDraft(js, id, "q2"))
+	if strings.Replace(redone, "ship", "", 1) != "The plan: [X] it." {
+		t.Fatalf("after ana's redo: %q", redone)
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's redo", func() bool { return benDraft(t, ben, id, "q2").Text == redone })
+
+	// A mark ana sets and undoes; one ben changes since is skipped, naming him.
+	jsEdit(js, id, "mark", map[string]any{"q": "q1", "o": "o1", "c": "c1", "mark": "yes"})
+	jsEdit(js, id, "mark", map[string]any{"q": "q1", "o": "o2", "c": "c1", "mark": "no"})
+	if r := jsUndo(js, id, false); r["done"] != true {
+		t.Fatalf("ana's mark undo: %v", r)
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see o1 marked and o2 not", func() bool {
+		m := benDraft(t, ben, id, "q1").Marks
+		return m["o1/c1"] == marks.Yes && !m["o2/c1"].Valid()
+	})
+	must(t, ben.SetMark(id, "q1", "o1", "c1", marks.Partly))
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's mark", func() bool {
+		m, _ := jsDraft(js, id, "q1")["marks"].(map[string]any)
+		return m["o1/c1"] == "partly"
+	})
+	r = jsUndo(js, id, false)
+	if g, _ := r["group"].(map[string]any); r["done"] != false || r["by"] != "ben" || g["cell"] != "o1/c1" || g["to"] != "yes" {
+		t.Fatalf("ana's undo of a mark ben changed since: %v", r)
+	}
+	if m := benDraft(t, ben, id, "q1").Marks["o1/c1"]; m != marks.Partly {
+		t.Fatalf("ben's mark %q after ana's skipped undo", m)
+	}
+}
