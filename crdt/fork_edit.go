@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/accord-crdt/accord/marks"
 )
 
 // Editing a revision other than the document's own, for a client's undo:
@@ -29,6 +31,69 @@ func (d *Doc) Text(question string) (string, error) {
 	}
 	s, err := t.Get()
 	return s, amError("read text", err)
+}
+
+// MarkOf returns one cell's mark in the current generation's draft:
+// marks.Cleared when unmarked or cleared. It reads that cell alone, so a
+// client can note what an edit replaces at the cost of the edit.
+func (d *Doc) MarkOf(question, option, criterion string) (marks.Mark, error) {
+	qd, qs, err := d.draftQuestion(question)
+	if err != nil {
+		return "", err
+	}
+	if qs.Written {
+		return "", errorf(ErrWrongKind, "question %q is written; it has no marks", question)
+	}
+	key := marks.Key(option, criterion)
+	v, err := qd.Get("marks")
+	if err != nil || v.Kind() != automerge.KindMap {
+		return marks.Cleared, nil // a draft without a marks map has none marked
+	}
+	mv, err := v.Map().Get(key)
+	if err != nil {
+		return "", amError("read mark", err)
+	}
+	if mv.Kind() == automerge.KindVoid {
+		return marks.Cleared, nil
+	}
+	return readCell("marks/"+key, key, mv, qs)
+}
+
+// Chosen returns the options chosen in a choice question's current draft
+// (in no particular order) and whether it takes several, reading that
+// question's choices alone.
+func (d *Doc) Chosen(question string) (chosen []string, multiple bool, err error) {
+	qd, qs, err := d.draftQuestion(question)
+	if err != nil {
+		return nil, false, err
+	}
+	if qs.Written {
+		return nil, false, errorf(ErrWrongKind, "question %q is written; it has no options", question)
+	}
+	if !qs.Multiple {
+		v, err := qd.Get("choice")
+		if err != nil {
+			return nil, false, amError("read choice", err)
+		}
+		if v.Kind() == automerge.KindStr {
+			chosen = []string{v.Str()}
+		}
+		return chosen, false, nil
+	}
+	v, err := qd.Get("chosen")
+	if err != nil || v.Kind() != automerge.KindMap {
+		return nil, true, errorf(ErrMalformed, "question %q draft has no choices map", question)
+	}
+	vals, err := v.Map().Values()
+	if err != nil {
+		return nil, true, amError("read choices", err)
+	}
+	for o, ov := range vals {
+		if ov.Kind() == automerge.KindBool && ov.Bool() {
+			chosen = append(chosen, o)
+		}
+	}
+	return chosen, true, nil
 }
 
 // textObject returns the text of question's draft in am's current

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/accord-crdt/accord/marks"
 )
 
 // textOf reads the written answer qWhy of d.
@@ -275,4 +277,47 @@ func TestLocateProperty(t *testing.T) {
 				pos, got, want, string(atText), string(now), textOf(rt, rep.docs[d]))
 		}
 	})
+}
+
+func TestMarkOfAndChosen(t *testing.T) {
+	d := newTestDoc(t)
+	read := func() (marks.Mark, []string, []string) {
+		t.Helper()
+		m, err := d.MarkOf(qPick, "o1", "c2")
+		ok(t, err)
+		one, multiple, err := d.Chosen(qPick)
+		ok(t, err)
+		if multiple {
+			t.Fatal("a single choice reads as multiple")
+		}
+		many, multiple, err := d.Chosen(qMany)
+		ok(t, err)
+		if !multiple {
+			t.Fatal("a multiple choice reads as single")
+		}
+		slices.Sort(many)
+		return m, one, many
+	}
+	if m, one, many := read(); m != marks.Cleared || one != nil || many != nil {
+		t.Fatalf("fresh draft: %q %v %v", m, one, many)
+	}
+	ok(t, d.SetMark(qPick, "o1", "c2", marks.Partly))
+	ok(t, d.Choose(qPick, "o3", true))
+	ok(t, d.Choose(qMany, "o2", true))
+	ok(t, d.Choose(qMany, "o1", true))
+	if m, one, many := read(); m != marks.Partly || !slices.Equal(one, []string{"o3"}) || !slices.Equal(many, []string{"o1", "o2"}) {
+		t.Fatalf("after edits: %q %v %v", m, one, many)
+	}
+	ok(t, d.SetMark(qPick, "o1", "c2", marks.Cleared))
+	ok(t, d.Choose(qPick, "o3", false))
+	ok(t, d.Choose(qMany, "o2", false))
+	if m, one, many := read(); m != marks.Cleared || one != nil || !slices.Equal(many, []string{"o1"}) {
+		t.Fatalf("after clearing: %q %v %v", m, one, many)
+	}
+	if _, err := d.MarkOf(qWhy, "o1", "c1"); !errors.Is(err, ErrWrongKind) {
+		t.Fatalf("MarkOf a written question: %v", err)
+	}
+	if _, _, err := d.Chosen("nope"); !errors.Is(err, ErrNoQuestion) {
+		t.Fatalf("Chosen of a missing question: %v", err)
+	}
 }

@@ -104,16 +104,20 @@ func (c *Client) applyDoc(s *session, m *wire.Doc) {
 	case isRebased(rep, srv):
 		c.rebase(m.ID, rep, srv, accepted)
 	default:
+		w := rep.undo.watchText(rep.doc, c.clock())
 		if err := rep.doc.Merge(srv); err != nil {
 			c.log.Error("cannot merge the accepted document; local changes are dropped", "id", m.ID, "err", err)
 			rep.doc = srv
+			rep.undo.clear(clearReset)
 		}
+		rep.undo.settleText(rep.doc, w)
 		rep.accepted, rep.durable = accepted, accepted
 		if rep.doc.Heads().Equal(accepted) {
 			rep.stored = rep.seq // the stored document holds them all
 		}
 	}
 	s.known[m.ID], s.synced[m.ID] = true, true
+	c.undoObserve(m.ID)
 	c.saveLogged(m.ID)
 	c.notify()
 	c.push(m.ID)
@@ -143,11 +147,17 @@ func (c *Client) applyChanges(s *session, ms ...*wire.Changes) error {
 	if c.opts.Dir != "" {
 		before = rep.doc.Heads()
 	}
+	w := rep.undo.watchText(rep.doc, c.clock())
 	fresh, err := rep.doc.ApplyChanges(batch)
 	if err != nil {
 		c.log.Warn("accepted changes do not apply", "id", id, "err", err)
 		return fmt.Errorf("%w: %v", errResync, err)
 	}
+	rep.undo.settleText(rep.doc, w)
+	for _, m := range ms {
+		rep.undo.noteCells(m.Cells)
+	}
+	c.undoObserve(id)
 	if len(fresh) > 0 && before != nil && before.Equal(rep.file.saved) {
 		rep.file.batch = batch // the log line needs nothing else
 	}
@@ -197,6 +207,7 @@ func (c *Client) applyEvent(s *session, m *wire.Event) {
 	if m.Kind == wire.KindCreated {
 		s.known[m.ID] = true
 	}
+	c.undoObserve(m.ID)
 	c.saveLogged(m.ID)
 	c.notify()
 	e := c.eventFor(m.Kind, m.ID, m.By)
@@ -228,6 +239,16 @@ func (c *Client) applyReply(s *session, m *wire.Reply) {
 		}
 		if m.Definition != nil {
 			c.adoptDefinition(m.ID, *m.Definition)
+		}
+		c.undoObserve(m.ID)
+		for _, r := range m.Records {
+			c.undoObserve(r.ID)
+		}
+		for _, res := range m.Results {
+			if res.Record != nil {
+				c.undoObserve(res.Record.ID)
+				c.saveLogged(res.Record.ID)
+			}
 		}
 		if m.ID != "" {
 			c.saveLogged(m.ID)
@@ -324,10 +345,12 @@ func (c *Client) orphanReply(id string, rep *replica, m *wire.Reply) {
 		c.emit(c.eventFor(wire.KindDoc, id, ""))
 		return
 	}
+	w := rep.undo.watchText(rep.doc, c.clock())
 	if err := rep.doc.Merge(srv); err != nil {
 		c.log.Error("cannot merge the reset's document", "id", id, "err", err)
 		return
 	}
+	rep.undo.settleText(rep.doc, w)
 	rep.accepted, rep.durable = srv.Heads(), srv.Heads()
 }
 
@@ -352,6 +375,7 @@ func (c *Client) reset(rep *replica, doc []byte) error {
 	}
 	rep.doc, rep.accepted, rep.held = d, d.Heads(), nil
 	rep.stored = rep.seq // the local changes are dropped
+	rep.undo.clear(clearReset)
 	if fromServer {
 		rep.durable = rep.accepted
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/question"
@@ -48,6 +49,8 @@ type Client struct {
 	// is this connection's id, as the server named it.
 	others map[string]wire.Presence
 	self   string
+	// now is the clock typing bursts are timed by (time.Now).
+	now func() time.Time
 }
 
 // replica is one decision's local document and what the server is known
@@ -88,6 +91,8 @@ type replica struct {
 	// rebases counts the rebased documents the replica took: one taken
 	// after a reply holds that reply's effect, whatever its history.
 	rebases uint64
+	// undo is the member's undo and redo stacks (undo.go).
+	undo undoLog
 	// reset is the refusal that last reset the replica, until a Flush
 	// reports it; droppedAt is seq at that reset.
 	reset     error
@@ -147,6 +152,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		toPush:       map[string]bool{},
 		records:      map[string]*question.Record{},
 		changed:      make(chan struct{}),
+		now:          time.Now,
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.restore(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/accord-crdt/accord/crdt"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 	"github.com/accord-crdt/accord/sync/wire"
@@ -17,29 +16,29 @@ import (
 // applies to the local replica at once, connected or not, and is sent to
 // the server when it can be.
 func (c *Client) SetMark(id, q, option, criterion string, m marks.Mark) error {
-	return c.edit(id, func(d *crdt.Doc) error { return d.SetMark(q, option, criterion, m) })
+	return c.edit(id, localEdit{kind: groupMark, q: q, option: option, criterion: criterion, mark: m})
 }
 
 // Choose selects (on) or deselects an option of a choice question.
 func (c *Client) Choose(id, q, option string, on bool) error {
-	return c.edit(id, func(d *crdt.Doc) error { return d.Choose(q, option, on) })
+	return c.edit(id, localEdit{kind: groupChoice, q: q, option: option, on: on})
 }
 
 // SpliceText edits a written answer: delete del characters (code points)
 // at pos, then insert ins.
 func (c *Client) SpliceText(id, q string, pos, del int, ins string) error {
-	return c.edit(id, func(d *crdt.Doc) error { return d.SpliceText(q, pos, del, ins) })
+	return c.edit(id, localEdit{kind: groupText, q: q, pos: pos, del: del, ins: ins})
 }
 
 // SetText replaces a written answer with s by the smallest splice.
 func (c *Client) SetText(id, q, s string) error {
-	return c.edit(id, func(d *crdt.Doc) error { return d.SetText(q, s) })
+	return c.edit(id, localEdit{kind: groupText, q: q, ins: s, whole: true})
 }
 
-// edit applies a local change to a replica, saves it and wakes the writer.
-// An error from saving to Dir is returned, but the change stays applied
-// and is still sent.
-func (c *Client) edit(id string, f func(d *crdt.Doc) error) error {
+// edit applies a local change to a replica, recording it for Undo, saves
+// it and wakes the writer. An error from saving to Dir is returned, but
+// the change stays applied and is still sent.
+func (c *Client) edit(id string, e localEdit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.ctx.Err() != nil {
@@ -59,19 +58,14 @@ func (c *Client) edit(id string, f func(d *crdt.Doc) error) error {
 		}
 		return ErrNoReplica
 	}
-	before := rep.doc.Heads()
-	if err := f(rep.doc); err != nil {
+	changed, err := rep.undo.edit(rep.doc, e, c.clock(), c.member)
+	if err != nil {
 		return fmt.Errorf("replica: %s: %w", id, err)
 	}
-	if rep.doc.Heads().Equal(before) {
-		return nil // nothing changed
+	if !changed {
+		return nil
 	}
-	rep.seq++
-	rep.held = nil
-	err := c.save(id)
-	c.notify()
-	c.push(id)
-	return err
+	return c.localChange(id, rep)
 }
 
 // Flush waits, bounded by ctx, until the listed decisions (every decision

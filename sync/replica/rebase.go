@@ -47,6 +47,7 @@ func (c *Client) rebase(id string, rep *replica, srv *crdt.Doc, accepted crdt.He
 	old, base := rep.doc, carryBase(rep.doc, rep.accepted, srv)
 	rep.doc, rep.accepted, rep.durable, rep.held = srv, accepted, accepted, nil
 	rep.rebases++
+	rep.undo.clear(clearRebase)
 	rep.file.saved = nil // the log holds the old history: a snapshot next
 	if rep.inflight != "" {
 		rep.orphan = rep.inflight

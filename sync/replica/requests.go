@@ -238,19 +238,31 @@ func (c *Client) target(ctx context.Context, kind wire.Kind, id string) (questio
 // It replaces the why the client displays: if another member changed the
 // why since, it is refused as stale (question.ErrStale) and the client
 // shows theirs.
+// The why it replaces and the why set make an undo group (Undo).
 func (c *Client) SetWhy(ctx context.Context, id, text string) (question.Record, error) {
+	rec, _ := c.Record(id)
+	out, repeated, err := c.setWhy(ctx, id, text, rec.Why)
+	if err == nil && !repeated {
+		c.mu.Lock()
+		c.undoWhy(id, rec.Why, out)
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+// setWhy sets the why, claiming seen as the why the member displays, and
+// reports whether the server took it as a repeat of a why already set.
+func (c *Client) setWhy(ctx context.Context, id, text, seen string) (question.Record, bool, error) {
 	h := c.header(wire.KindWhy)
 	g, err := c.settledGeneration(id)
 	if err != nil {
-		return question.Record{}, err
+		return question.Record{}, false, err
 	}
-	rec, _ := c.Record(id)
-	seen := rec.Why
 	r, err := c.do(ctx, h.RID, &wire.Why{Header: h, ID: id, Text: text, Generation: g, Seen: &seen})
 	if err != nil {
-		return question.Record{}, err
+		return question.Record{}, false, err
 	}
-	return c.recordOf(id, r.Record), nil
+	return c.recordOf(id, r.Record), r.Repeated, nil
 }
 
 // recordOf returns the record held for id once a reply carrying rec was

@@ -41,6 +41,8 @@ type savedReplica struct {
 	// Log is the generation of the change log that follows the snapshot;
 	// 0 (files written before logs) means none.
 	Log uint64 `json:"log,omitempty"`
+	// Undo is the member's undo and redo stacks (undo.go).
+	Undo *savedUndo `json:"undo,omitempty"`
 }
 
 // logEntry is one line of a change log.
@@ -48,6 +50,10 @@ type logEntry struct {
 	Changes  []byte           `json:"c,omitempty"`
 	Accepted []string         `json:"a"`
 	Record   *question.Record `json:"r,omitempty"`
+	// Undo is the undo and redo stacks when they changed, or UndoTop
+	// their top undo group when only that did.
+	Undo    *savedUndo  `json:"u,omitempty"`
+	UndoTop *savedGroup `json:"ut,omitempty"`
 }
 
 // fileState is what the files in Dir hold of one replica. Guarded by
@@ -108,10 +114,11 @@ func (c *Client) save(id string) error {
 	start := time.Now()
 	heads := rep.doc.Heads()
 	accepted := wireHeads(rep.accepted)
-	if heads.Equal(f.saved) && slices.Equal(accepted, f.accepted) && !f.recDirty {
+	undo, top := rep.undo.changes()
+	if heads.Equal(f.saved) && slices.Equal(accepted, f.accepted) && !f.recDirty && undo == nil && top == nil {
 		return nil
 	}
-	e := logEntry{Accepted: accepted}
+	e := logEntry{Accepted: accepted, Undo: undo, UndoTop: top}
 	if !heads.Equal(f.saved) {
 		e.Changes = batch
 		if e.Changes == nil {
@@ -139,6 +146,7 @@ func (c *Client) save(id string) error {
 		return nil
 	}
 	f.saved, f.accepted, f.recDirty = heads, accepted, false
+	rep.undo.written()
 	f.logSize += len(b)
 	f.logCost += time.Since(start)
 	return nil
@@ -154,7 +162,7 @@ func (c *Client) snapshot(id string, rep *replica) error {
 		return fmt.Errorf("replica: save %s: %w", id, err)
 	}
 	heads := rep.doc.Heads()
-	sr := savedReplica{V: persistFileVersion, ID: id, Accepted: wireHeads(rep.accepted), Doc: snap, Log: f.gen + 1}
+	sr := savedReplica{V: persistFileVersion, ID: id, Accepted: wireHeads(rep.accepted), Doc: snap, Log: f.gen + 1, Undo: rep.undo.saved()}
 	if rec := c.records[id]; rec != nil {
 		sr.Record = rec
 	}
@@ -169,6 +177,7 @@ func (c *Client) snapshot(id string, rep *replica) error {
 		os.Remove(filepath.Join(c.opts.Dir, logName(id, f.gen))) // its lines are in the snapshot
 	}
 	f.saved, f.accepted, f.recDirty = heads, sr.Accepted, false
+	rep.undo.written()
 	f.gen, f.logSize = sr.Log, 0
 	f.snapCost, f.logCost = time.Since(start), 0
 	return nil
@@ -275,10 +284,10 @@ func (c *Client) restoreFile(path string) error {
 	}
 	rep := &replica{doc: doc}
 	rep.file.gen = sr.Log
-	accepted, rec := sr.Accepted, sr.Record
+	accepted, rec, undo := sr.Accepted, sr.Record, sr.Undo
 	clean := true
 	if sr.Log > 0 {
-		clean = c.replayLog(sr.ID, rep, &accepted, &rec)
+		clean = c.replayLog(sr.ID, rep, &accepted, &rec, &undo)
 	}
 	c.removeStaleLogs(sr.ID, sr.Log)
 	if h, err := parseWireHeads(accepted); err == nil && doc.Has(h) {
@@ -291,6 +300,9 @@ func (c *Client) restoreFile(path string) error {
 	if rec != nil && rec.ID == sr.ID {
 		c.adoptRecord(*rec)
 	}
+	if err := rep.undo.restore(undo); err != nil {
+		c.log.Warn("the saved undo stacks do not read; they are dropped", "id", sr.ID, "err", err)
+	}
 	return nil
 }
 
@@ -298,7 +310,7 @@ func (c *Client) restoreFile(path string) error {
 // stops at a line that is torn (a crash in the middle of an append) or
 // does not apply, and then reports false: the next save writes a new
 // snapshot rather than appending after the damage.
-func (c *Client) replayLog(id string, rep *replica, accepted *[]string, rec **question.Record) bool {
+func (c *Client) replayLog(id string, rep *replica, accepted *[]string, rec **question.Record, undo **savedUndo) bool {
 	name := logName(id, rep.file.gen)
 	b, err := os.ReadFile(filepath.Join(c.opts.Dir, name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -324,6 +336,7 @@ func (c *Client) replayLog(id string, rep *replica, accepted *[]string, rec **qu
 		if e.Record != nil {
 			*rec = e.Record
 		}
+		*undo = replayUndo(*undo, e.Undo, e.UndoTop)
 		b = rest
 	}
 	return true
