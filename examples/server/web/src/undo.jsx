@@ -1,7 +1,7 @@
 // Undo and redo in a card: the member's own edit groups, undone through
 // the client (docs/PROTOCOL.md, "Undo"), from the keyboard anywhere in
 // the card (Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y; ⌘Z and ⌘⇧Z on a Mac) and
-// from the toolbar's Undo and Redo buttons, which say what they will
+// from the Undo and Redo buttons in its header, which say what they will
 // undo. An undo skipped because someone changed the value since says so
 // in the card's message line.
 
