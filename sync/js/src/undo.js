@@ -3,14 +3,25 @@
 // groups (Decision.undo), stored with its draft: a mark, a choice, a why,
 // or a typing burst on one written answer. A mark, choice or why goes back
 // only if it still holds the value the group set, else the undo is
-// skipped and names who set it. Text is reverted on a fork of the
-// document at the heads where the burst ended, under a fresh actor, and
-// the fork's change merged back: automerge applies it to the characters
-// themselves, so others' typing stays. Which characters are the burst's,
-// and which it deleted and where, comes from replaying its splices over
-// the span it touched (never from comparing texts: repeated characters
-// would confuse that), so no change from elsewhere may alter the text
-// inside a burst: one that does ends it (received).
+// skipped and names who set it.
+//
+// Text is reverted on the characters themselves, so others' typing stays.
+// Which characters are the burst's, and which it deleted and where, comes
+// from replaying its splices over the span it touched (never from
+// comparing texts: repeated characters would confuse that), so no change
+// from elsewhere may alter the text inside a burst: one that does ends it
+// (received). The replay gives positions in the text as the burst left it
+// (the group's heads) and as it found it (base); automerge turns those
+// into the characters (cursors), which the revert deletes, or inserts
+// again after the character that preceded them, on a fork of the replica
+// under a fresh actor, whose change the replica takes as a local edit.
+// The revert is replayed the same way, for the redo.
+//
+// A character inserted again is a new one to automerge. So that an older
+// group still finds it (type "hello", pause, delete "lo", undo, undo:
+// nothing is left), each such copy is noted as standing for the character
+// it replaces (Stacks.lin, Stacks.cur), and a revert acts on a
+// character's newest copy.
 //
 // The functions taking a Client are the bodies of its methods of the same
 // name.
@@ -59,19 +70,23 @@ const A = R.A;
 /**
  * A group as kept. A text group also says how to revert what it did last
  * (the burst, or its redo; the undo, for a redo): heads, the revision it
- * is reverted at, and ops, the splices made there, [pos, del, ins], last
- * first.
- * @typedef {UndoGroup & {heads?: string[], ops?: [number, number, string][]}} Group
+ * is reverted at; ops, the splices made there, last first; base, the
+ * revision before it, where the characters ins puts back were, from src
+ * on.
+ * @typedef {UndoGroup & {heads?: string[], base?: string[], ops?: Op[]}} Group
+ * @typedef {[pos: number, del: number, ins: string, src: number]} Op
  */
 
 /**
  * A decision's stacks: undo (newest last) and redo; what cleared them
  * last; by, who set each value last as far as the client heard
- * ("kind question cell" to [value, member]); n, bumped on every change
- * (the stored copy's signature); the typing burst under way; the
- * undoState shown.
- * @typedef {{undo: Group[], redo: Group[], cleared: Cleared, by: Record<string, [string, string]>, n: number,
- *   burst: Burst|null, view: UndoState|null}} Stacks
+ * ("kind question cell" to [value, member]); lin, the character (an
+ * automerge cursor) each copy an undo or redo inserted stands for, and
+ * cur, that character's newest copy; n, bumped on every change (the
+ * stored copy's signature); the typing burst under way; the undoState
+ * shown.
+ * @typedef {{undo: Group[], redo: Group[], cleared: Cleared, by: Record<string, [string, string]>, lin: Record<string, string>,
+ *   cur: Record<string, string>, n: number, burst: Burst|null, view: UndoState|null}} Stacks
  */
 
 /**
@@ -111,7 +126,7 @@ function stacks(d) {
 
 /** @returns {Stacks} */
 function fresh() {
-  return { undo: [], redo: [], cleared: "", by: {}, n: 0, burst: null, view: null };
+  return { undo: [], redo: [], cleared: "", by: {}, lin: {}, cur: {}, n: 0, burst: null, view: null };
 }
 
 /**
@@ -244,6 +259,7 @@ export function typed(c, id, q, f) {
   const before = textOf(d?.doc, q);
   const s = f(before);
   if (!s) return;
+  const base = d?.core && headsOf(d);
   c.edit(id, (doc) => R.spliceText(doc, q, s.pos, s.del, s.ins));
   if (!d || (!s.del && !s.ins)) return;
   const u = stacks(d);
@@ -251,7 +267,7 @@ export function typed(c, id, q, f) {
   let b = u.burst;
   if (b && (b.q !== q || t - b.at >= PAUSE || s.pos > b.sim.start + shown(b.sim) || s.pos + s.del < b.sim.start)) b = null;
   if (!b) {
-    b = { q, path: ["drafts", R.genKey(d.doc), q, "text"], sim: { start: s.pos, items: [] }, g: { kind: "text", question: q, cell: "", from: "", to: "" }, at: t };
+    b = { q, path: ["drafts", R.genKey(d.doc), q, "text"], sim: { start: s.pos, items: [] }, g: { kind: "text", question: q, cell: "", from: "", to: "", base: base || [] }, at: t };
   }
   step(b.sim, before, s.pos, s.del, s.ins);
   const g = b.g;
@@ -324,28 +340,34 @@ export function step(sim, text, pos, del, ins) {
 /**
  * What the replayed splices did: the characters they deleted (from) and
  * inserted (to), and the splices that revert them at the text as they
- * left it, last first.
+ * left it, last first, each with where the characters it puts back were
+ * in the text before them (src).
  * @param {Sim} sim
- * @returns {{from: string, to: string, ops: [number, number, string][]}}
+ * @returns {{from: string, to: string, ops: Op[]}}
  */
 export function finish(sim) {
   let p = sim.start;
+  let o = sim.start;
   let from = "";
   let to = "";
-  /** @type {[number, number, string][]} */
+  /** @type {Op[]} */
   const ops = [];
-  /** @type {[number, number, string]|null} */
+  /** @type {Op|null} */
   let op = null;
   for (const x of sim.items) {
     if (!x.gone && !x.own) {
       p++;
+      o++;
       op = null;
       continue;
     }
-    if (!op) ops.unshift((op = [p, 0, ""]));
+    if (!op) ops.unshift((op = [p, 0, "", o]));
     if (x.gone) {
+      // The characters an op puts back were one run in the text before.
+      if (!op[2]) op[3] = o;
       from += x.c;
       op[2] += x.c;
+      o++;
     } else {
       to += x.c;
       op[1]++;
@@ -356,30 +378,69 @@ export function finish(sim) {
 }
 
 /**
- * Reverts a text group on a fork of the document at its heads, under a
- * fresh actor, and applies the fork's change to the replica as a local
- * edit. Returns how to revert that in turn.
+ * Reverts a text group: the characters it names, found at its heads and
+ * base, are deleted and inserted again (after the character that
+ * preceded them) where their newest copies are now, on a fork of the
+ * replica under a fresh actor, whose change the replica then takes as a
+ * local edit. Returns how to revert that in turn, replayed as it is made.
  * @param {Client} c
  * @param {Decision} d
  * @param {Group} g
- * @returns {{heads: string[], ops: [number, number, string][]}}
+ * @returns {{heads: string[], base: string[], ops: Op[]}}
  */
 function revert(c, d, g) {
+  const u = stacks(d);
   const obj = /** @type {string} */ (A.getObjectId(d.doc.drafts[R.genKey(d.doc)][g.question], "text"));
-  const f = A.getBackend(d.core).fork(R.newActor(), g.heads);
+  const be = A.getBackend(d.core);
+  const id = (/** @type {number} */ p, /** @type {string[]|undefined} */ at) => be.getCursor(obj, p, at);
+  // Which characters, by identity: those to delete, and the runs to put
+  // back, each after the character before it, each character standing
+  // for the one at src.
+  /** @type {string[]} */
+  const dels = [];
+  /** @type {[string, string, string[]][]} */
+  const runs = [];
+  for (const [pos, del, ins, src] of g.ops || []) {
+    for (let k = 0; k < del; k++) dels.push(id(pos + k, g.heads));
+    if (ins) runs.push([pos ? id(pos - 1, g.heads) : "", ins, ins.split("").map((_, k) => id(src + k, g.base))]);
+  }
+  const newest = (/** @type {string} */ x) => u.cur[u.lin[x] ?? x] ?? x;
+  const base = headsOf(d);
+  const f = be.fork(R.newActor());
   try {
     /** @type {Sim} */
     const sim = { start: 0, items: [] };
     let text = f.text(obj);
-    for (const [pos, del, ins] of g.ops || []) {
-      step(sim, text, pos, del, ins);
-      f.splice(obj, pos, del, ins);
-      text = text.slice(0, pos) + ins + text.slice(pos + del);
+    const at = (/** @type {string} */ x) => {
+      const p = f.getCursorPosition(obj, x);
+      return p < text.length && f.getCursor(obj, p) === x ? p : -1;
+    };
+    const splice = (/** @type {number} */ p, /** @type {number} */ n, /** @type {string} */ s) => {
+      step(sim, text, p, n, s);
+      f.splice(obj, p, n, s);
+      text = text.slice(0, p) + s + text.slice(p + n);
+    };
+    for (const x of dels) {
+      const p = at(newest(x));
+      if (p >= 0) splice(p, /** @type {number} */ (text.codePointAt(p)) > 0xffff ? 2 : 1, "");
     }
-    const heads = [/** @type {string} */ (f.commit("undo"))];
-    const change = /** @type {Uint8Array} */ (f.getLastLocalChange());
-    c.edit(d.id, (doc) => A.applyChanges(doc, [change])[0]);
-    return { heads, ops: finish(sim).ops };
+    for (const [after, ins, was] of runs) {
+      const a = after && newest(after);
+      const p = !a ? 0 : at(a) >= 0 ? at(a) + 1 : f.getCursorPosition(obj, a);
+      splice(p, 0, ins);
+      was.forEach((w, k) => {
+        const root = u.lin[w] ?? w;
+        const x = f.getCursor(obj, p + k);
+        u.lin[x] = root;
+        u.cur[root] = x;
+      });
+    }
+    const h = f.commit("undo");
+    if (h) {
+      const change = /** @type {Uint8Array} */ (f.getLastLocalChange());
+      c.edit(d.id, (doc) => A.applyChanges(doc, [change])[0]);
+    }
+    return { heads: h ? [h] : base, base, ops: finish(sim).ops };
   } finally {
     f.free();
   }
@@ -492,7 +553,7 @@ export function undoState(c, id) {
  */
 export function stored(d) {
   const u = d.undo;
-  return u && { undo: u.undo.slice(), redo: u.redo.slice(), cleared: u.cleared, by: u.by };
+  return u && { undo: u.undo.slice(), redo: u.redo.slice(), cleared: u.cleared, by: u.by, lin: u.lin, cur: u.cur };
 }
 
 /**
@@ -502,5 +563,5 @@ export function stored(d) {
  */
 export function restored(v) {
   const list = (/** @type {any} */ s) => (Array.isArray(s) ? s.filter((g) => g && typeof g.to === "string" && (g.kind !== "text" || Array.isArray(g.ops))) : []);
-  return v ? { ...fresh(), undo: list(v.undo), redo: list(v.redo), cleared: v.cleared || "", by: v.by || {} } : null;
+  return v ? { ...fresh(), undo: list(v.undo), redo: list(v.redo), cleared: v.cleared || "", by: v.by || {}, lin: v.lin || {}, cur: v.cur || {} } : null;
 }

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { MemoryStorage, automerge as A } from "../src/index.js";
+import { Client, MemoryStorage, automerge as A } from "../src/index.js";
 import * as R from "../src/replica.js";
 import { finish, step } from "../src/undo.js";
 import { TestServer, docName, eventually } from "./helpers.mjs";
@@ -42,6 +42,16 @@ async function pair(opts = {}) {
   const ben = await server.client(doc, "ben");
   await ben.open(rec.id);
   return { doc, id: rec.id, ana, ben, stop: () => (ana.stop(), ben.stop()) };
+}
+
+/**
+ * Waits until ana's edits are accepted and ben holds exactly her
+ * replica's revision (a value seen alone may be an earlier one's).
+ */
+async function converged(/** @type {any} */ ana, /** @type {any} */ ben, /** @type {string} */ id) {
+  await ana.flush();
+  const heads = (/** @type {any} */ c) => R.heads(c.decisions.get(id).doc).join();
+  await eventually(() => heads(ben) === heads(ana), "ben to hold ana's revision");
 }
 
 const text = (/** @type {any} */ c, /** @type {string} */ id) => c.state(id).questions.why.text;
@@ -87,7 +97,8 @@ test("marks and choices undo and redo, reach the other member, and are skipped n
     await ana.redo(id);
     assert.deepEqual(ana.state(id).questions.db.choices, ["sq"]);
     assert.deepEqual(ana.state(id).questions.tools.choices, ["lint"]);
-    await eventually(() => ben.state(id).questions.tools.choices.join() === "lint" && ben.state(id).questions.db.choices.join() === "sq", "ben to see the choices");
+    await converged(ana, ben, id);
+    assert.deepEqual([ben.state(id).questions.tools.choices, ben.state(id).questions.db.choices], [["lint"], ["sq"]]);
 
     // Ben changes what ana's newest groups set: her undos are skipped and
     // name him, the values stay his, and the groups leave the stack.
@@ -137,10 +148,11 @@ test("a typing burst is undone and redone on its own characters, around and insi
     assert.match(t, /^The plan: .*keep.* it\.$/);
     await eventually(() => text(ben, id) === t, "ben to see the undo");
 
+    // The redo puts ana's characters back where they were among ben's.
     await ana.redo(id);
-    t = text(ana, id);
-    assert.equal(t.replace("ship", ""), "The plan: [X] it.", `after the redo: ${t}`);
-    await eventually(() => text(ben, id) === t, "ben to see the redo");
+    assert.equal(text(ana, id), "The plan: [shXip] it.");
+    await converged(ana, ben, id);
+    assert.equal(text(ben, id), "The plan: [shXip] it.");
     await ana.undo(id);
     assert.equal(text(ana, id).replace("keep", ""), "The plan: [X] it.");
     assert.deepEqual(ana.undoState(id), { undo: null, redo: group("text", "why", "", "keep", "ship"), cleared: "" });
@@ -164,7 +176,7 @@ test("repeated characters: the burst's own characters go, and the ones it delete
     assert.equal(text(ana, id), "Xaa");
     await ana.redo(id); // two new a's, at the start again
     assert.equal(text(ana, id), "aaXaa");
-    await eventually(() => text(ben, id) === text(ana, id), "ben to converge");
+    await converged(ana, ben, id);
 
     // A deleted "a" goes back before the "a" that followed it.
     ben.setText(id, "why", "aaa");
@@ -411,3 +423,79 @@ test("replayed splices revert a burst exactly, and the revert's own replay redoe
   }
 });
 
+
+test("a burst's characters that a later burst deleted, and its undo put back, are undone and redone with it", async () => {
+  const { id, ana, ben, stop } = await pair();
+  try {
+    ana.spliceText(id, "why", 0, 0, "hello");
+    await new Promise((r) => setTimeout(r, 1100)); // a pause: a second burst
+    ana.spliceText(id, "why", 4, 1, "");
+    ana.spliceText(id, "why", 3, 1, "");
+    const seen = [text(ana, id)];
+    for (const back of [true, true, false, false, true]) {
+      await (back ? ana.undo(id) : ana.redo(id));
+      seen.push(text(ana, id));
+    }
+    assert.deepEqual(seen, ["hel", "hello", "", "hello", "hel", "hello"]);
+    await converged(ana, ben, id);
+    assert.equal(text(ben, id), "hello");
+
+    // The same with another member's typing between the copies.
+    ben.spliceText(id, "why", 4, 0, "-");
+    await eventually(() => text(ana, id) === "hell-o", "ana to see ben's dash");
+    await ana.undo(id);
+    assert.equal(text(ana, id), "-");
+    await ana.redo(id);
+    assert.equal(text(ana, id).replace("-", ""), "hello");
+  } finally {
+    stop();
+  }
+});
+
+test("any run of typing bursts undoes and redoes to exactly the text each group left, whatever another replica types meanwhile (offline, no server)", async () => {
+  for (let trial = 0; trial < 150; trial++) {
+    const rnd = (/** @type {number} */ n) => Math.floor(Math.random() * n);
+    const c = new Client({ doc: "p", member: "ana", url: "ws://127.0.0.1:1/sync", WebSocket: class {} }); // never connects
+    const d = c.decision("d1");
+    d.doc = R.create([{ id: "w", written: true }]);
+    d.record = { ...d.record, status: "open" };
+    const t = () => /** @type {string} */ (c.draft(d).questions.w.text);
+    /** @type {string[]} the text each number of groups on the stack left */
+    const texts = [""];
+    for (let b = rnd(6) + 1; b > 0; b--) {
+      // A burst: a cursor typing, backspacing and deleting forward.
+      let at = rnd(t().length + 1);
+      for (let k = rnd(6) + 1; k > 0; k--) {
+        const op = rnd(3);
+        if (op === 0) c.spliceText("d1", "w", at++, 0, "ab"[rnd(2)]);
+        else if (op === 1 && at > 0) c.spliceText("d1", "w", --at, 1, "");
+        else if (op === 2 && at < t().length) c.spliceText("d1", "w", at, 1, "");
+      }
+      if (d.undo) d.undo.burst = null; // as after a pause
+      texts[d.undo?.undo.length ?? 0] = t();
+    }
+    let k = d.undo?.undo.length ?? 0;
+    const n = k;
+    const trace = [];
+    // Ben's replica types X, Y and Z, from what it last heard of ana's.
+    let ben = R.load(A.save(d.doc));
+    let typed = 0;
+    for (let s = 0; s < 12; s++) {
+      if (rnd(2)) {
+        if (rnd(2)) ben = A.merge(ben, d.doc);
+        ben = R.spliceText(ben, "w", rnd(ben.drafts["1"].w.text.length + 1), 0, "XYZ"[rnd(3)]);
+        typed++;
+        d.doc = A.merge(d.doc, ben);
+        trace.push("ben");
+      }
+      const back = rnd(2) === 0;
+      const r = back ? await c.undo("d1") : await c.redo("d1");
+      trace.push(back ? "undo" : "redo");
+      assert.equal(!!r, back ? k > 0 : k < n, `a group to take after ${trace.join(" ")}`);
+      if (r) k += back ? -1 : 1;
+      assert.equal(t().replace(/[XYZ]/g, ""), texts[k], `texts ${JSON.stringify(texts)} after ${trace.join(" ")}: ${t()}`);
+      assert.equal(t().replace(/[ab]/g, "").length, typed, `ben's characters all stay: ${t()}`);
+    }
+    c.stop();
+  }
+});

@@ -70,14 +70,15 @@ export function step(sim: Sim, text: string, pos: number, del: number, ins: stri
 /**
  * What the replayed splices did: the characters they deleted (from) and
  * inserted (to), and the splices that revert them at the text as they
- * left it, last first.
+ * left it, last first, each with where the characters it puts back were
+ * in the text before them (src).
  * @param {Sim} sim
- * @returns {{from: string, to: string, ops: [number, number, string][]}}
+ * @returns {{from: string, to: string, ops: Op[]}}
  */
 export function finish(sim: Sim): {
     from: string;
     to: string;
-    ops: [number, number, string][];
+    ops: Op[];
 };
 /**
  * Undoes the member's newest edit group of the decision; null when
@@ -111,6 +112,8 @@ export function stored(d: Decision): {
     redo: Group[];
     cleared: Cleared;
     by: Record<string, [string, string]>;
+    lin: Record<string, string>;
+    cur: Record<string, string>;
 };
 /**
  * Stacks read back from storage (see stored).
@@ -162,25 +165,39 @@ export type UndoState = {
 /**
  * A group as kept. A text group also says how to revert what it did last
  * (the burst, or its redo; the undo, for a redo): heads, the revision it
- * is reverted at, and ops, the splices made there, [pos, del, ins], last
- * first.
+ * is reverted at; ops, the splices made there, last first; base, the
+ * revision before it, where the characters ins puts back were, from src
+ * on.
  */
 export type Group = UndoGroup & {
     heads?: string[];
-    ops?: [number, number, string][];
+    base?: string[];
+    ops?: Op[];
 };
+/**
+ * A group as kept. A text group also says how to revert what it did last
+ * (the burst, or its redo; the undo, for a redo): heads, the revision it
+ * is reverted at; ops, the splices made there, last first; base, the
+ * revision before it, where the characters ins puts back were, from src
+ * on.
+ */
+export type Op = [pos: number, del: number, ins: string, src: number];
 /**
  * A decision's stacks: undo (newest last) and redo; what cleared them
  * last; by, who set each value last as far as the client heard
- * ("kind question cell" to [value, member]); n, bumped on every change
- * (the stored copy's signature); the typing burst under way; the
- * undoState shown.
+ * ("kind question cell" to [value, member]); lin, the character (an
+ * automerge cursor) each copy an undo or redo inserted stands for, and
+ * cur, that character's newest copy; n, bumped on every change (the
+ * stored copy's signature); the typing burst under way; the undoState
+ * shown.
  */
 export type Stacks = {
     undo: Group[];
     redo: Group[];
     cleared: Cleared;
     by: Record<string, [string, string]>;
+    lin: Record<string, string>;
+    cur: Record<string, string>;
     n: number;
     burst: Burst | null;
     view: UndoState | null;
