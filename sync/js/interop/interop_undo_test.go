@@ -6,12 +6,16 @@ package interop_test
 // and the Go client (sync/replica) shows as the package's own replica
 // does, while what the Go client's member typed meanwhile stays; and a
 // skip names the Go client's member, whose edit the server attributed.
+// The other way round the same, and both clients' results and states
+// have the same JSON.
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +180,112 @@ func TestInteropJSUndoSeenByGo(t *testing.T) {
 	if m := benDraft(t, ben, id, "q1").Marks["o1/c1"]; m != marks.Partly {
 		t.Fatalf("ben's mark %q after ana's skipped undo", m)
 	}
+
+	// A burst of ana's whose last characters a later burst deleted and
+	// whose undo put back as new ones: undone whole, and so seen by ben.
+	end := len(redone)
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": end, "del": 0, "ins": " hello"})
+	jsEdit(js, id, "mark", map[string]any{"q": "q1", "o": "o2", "c": "c1", "mark": "yes"}) // another kind: a new group
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": end + 5, "del": 1, "ins": ""})
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": end + 4, "del": 1, "ins": ""})
+	for range 3 {
+		if r := jsUndo(js, id, false); r["done"] != true {
+			t.Fatalf("ana's undo: %v", r)
+		}
+	}
+	if got := text(jsDraft(js, id, "q2")); got != redone {
+		t.Fatalf("ana's text %q after undoing both bursts, want %q", got, redone)
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see both bursts undone", func() bool { return benDraft(t, ben, id, "q2").Text == redone })
+}
+
+// asJSON is v as JSON decodes it without types, for comparing shapes.
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	var out any
+	must(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func TestInteropGoUndoSeenByJS(t *testing.T) {
+	js, ben, id := undoPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	text := func() string { s, _ := jsDraft(js, id, "q2")["text"].(string); return s }
+
+	// Ana's text; ben's burst replaces "keep" by "ship".
+	jsEdit(js, id, "settext", map[string]any{"q": "q2", "text": "The plan: keep it."})
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's text", func() bool { return benDraft(t, ben, id, "q2").Text == "The plan: keep it." })
+	for p := 13; p >= 10; p-- {
+		must(t, ben.SpliceText(id, "q2", p, 1, ""))
+	}
+	for i, ch := range "ship" {
+		must(t, ben.SpliceText(id, "q2", 10+i, 0, string(ch)))
+	}
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's burst", func() bool { return text() == "The plan: ship it." })
+
+	// Ana types before, inside and after ben's word; then ben undoes.
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": 12, "del": 0, "ins": "X"})
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": 10, "del": 0, "ins": "["})
+	jsEdit(js, id, "splice", map[string]any{"q": "q2", "pos": 16, "del": 0, "ins": "]"})
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's typing", func() bool { return benDraft(t, ben, id, "q2").Text == "The plan: [shXip] it." })
+	r, err := ben.Undo(ctx, id)
+	must(t, err)
+	want := map[string]any{"group": map[string]any{"kind": "text", "question": "q2", "cell": "", "from": "keep", "to": "ship"}, "done": true, "by": "ben"}
+	if got := asJSON(t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ben's undo: %v, want %v", got, want)
+	}
+	undone := benDraft(t, ben, id, "q2").Text
+	if strings.Replace(undone, "keep", "", 1) != "The plan: [X] it." {
+		t.Fatalf("after ben's undo: %q", undone)
+	}
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's undo", func() bool { return text() == undone })
+	_, err = ben.Redo(ctx, id)
+	must(t, err)
+	redone := benDraft(t, ben, id, "q2").Text
+	if redone != "The plan: [shXip] it." {
+		t.Fatalf("after ben's redo: %q", redone)
+	}
+	must(t, ben.Flush(ctx, id))
+	testutil.Eventually(t, "ana to see ben's redo", func() bool { return text() == redone })
+
+	// A mark ben sets that ana changes since: ben's undo is skipped and
+	// names her; both clients' results and states read alike.
+	must(t, ben.SetMark(id, "q1", "o1", "c1", marks.Yes))
+	must(t, ben.Flush(ctx, id))
+	marksOf := func() map[string]any { m, _ := jsDraft(js, id, "q1")["marks"].(map[string]any); return m }
+	testutil.Eventually(t, "ana to see ben's mark", func() bool { return marksOf()["o1/c1"] == "yes" })
+	jsEdit(js, id, "mark", map[string]any{"q": "q1", "o": "o1", "c": "c1", "mark": "no"})
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's mark", func() bool { return benDraft(t, ben, id, "q1").Marks["o1/c1"] == marks.No })
+	r, err = ben.Undo(ctx, id)
+	must(t, err)
+	want = map[string]any{"group": map[string]any{"kind": "mark", "question": "q1", "cell": "o1/c1", "from": "", "to": "yes"}, "done": false, "by": "ana"}
+	if got := asJSON(t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ben's undo of a mark ana changed since: %v, want %v", got, want)
+	}
+	if m := marksOf()["o1/c1"]; m != "no" {
+		t.Fatalf("ana's mark %v after ben's skipped undo", m)
+	}
+	jsState := js.call("undostate", map[string]any{"name": "ana", "id": id})["state"]
+	if want := map[string]any{"undo": map[string]any{"kind": "mark", "question": "q1", "cell": "o1/c1", "from": "yes", "to": "no"}, "redo": nil, "cleared": ""}; !reflect.DeepEqual(jsState, want) {
+		t.Fatalf("ana's undo state %v, want %v", jsState, want)
+	}
+	goState := asJSON(t, ben.UndoState(id))
+	if want := map[string]any{"undo": map[string]any{"kind": "text", "question": "q2", "cell": "", "from": "keep", "to": "ship"}, "redo": nil, "cleared": ""}; !reflect.DeepEqual(goState, want) {
+		t.Fatalf("ben's undo state %v, want %v", goState, want)
+	}
+	jsResult := jsUndo(js, id, false)
+	if want := map[string]any{"group": map[string]any{"kind": "mark", "question": "q1", "cell": "o1/c1", "from": "yes", "to": "no"}, "done": true, "by": "ana"}; !reflect.DeepEqual(jsResult, want) {
+		t.Fatalf("ana's undo: %v, want %v", jsResult, want)
+	}
+	js.call("flush", map[string]any{"name": "ana"})
+	testutil.Eventually(t, "ben to see ana's undo", func() bool { return benDraft(t, ben, id, "q1").Marks["o1/c1"] == marks.Yes })
 }
