@@ -71,6 +71,25 @@
 // reports no reset. Values of an earlier generation, or that the new
 // definition has no place for, do not carry.
 //
+// Undo and Redo revert the member's own edit groups of a decision, newest
+// first (docs/PROTOCOL.md, "Undo"): a mark, a choice, a why, or a typing
+// burst on one written answer (text edits each within a second of the one
+// before and touching the span it changed; a pause, an edit elsewhere or
+// another member's typing arriving there starts a new group). An undo is
+// an ordinary local edit, or for a why a question:why claiming the why
+// the group set as seen. A mark, choice or why goes back only while it
+// still holds the value the group set; otherwise the undo is skipped and
+// names who set the value, when the client knows (the cells of the
+// changes it received, the record's whyBy). A burst is undone on a fork
+// of the document at the heads where it ended, under a fresh actor, and
+// merged back, so it acts on the characters themselves and others' typing
+// stays; its redo is made on the replica as the undo left it, so an undo
+// and a redo give the text back exactly. The stacks (100 groups each) are
+// the client's: they survive reconnects, are kept with Options.Dir in the
+// replica's snapshot and log, and are emptied when the record leaves open,
+// a new generation starts, a rebased document is taken or a refused edit
+// resets the replica; UndoState says which, until the next group.
+//
 // Definitions only grow: a record or definition that arrives with fewer
 // options or criteria for any question than the client holds (an older
 // one) never replaces the held definition (C5).
@@ -120,11 +139,13 @@
 // for the writer before redialling, and Close waits for run. run is also
 // the only goroutine that sends on Events, which it closes when it ends.
 //
-// The replicas, records and pending requests are guarded by one mutex.
-// The exported methods and both goroutines hold it only for short
-// sections that never wait on anything but, with Options.Dir, the
+// The replicas, records, undo stacks and pending requests are guarded by
+// one mutex. The exported methods and both goroutines hold it only for
+// short sections that never wait on anything but, with Options.Dir, the
 // replica's file (a local edit, applying one frame, choosing the next
-// edits), and never while reading from or writing to the connection.
+// edits; an undo of text forks the document), and never while reading
+// from or writing to the connection: a why's undo waits for its reply
+// without it.
 // Events never block the reader: when the buffer is full the oldest event
 // is dropped and counted (Dropped).
 package replica
