@@ -562,6 +562,6 @@ export function stored(d) {
  * @returns {Stacks|null}
  */
 export function restored(v) {
-  const list = (/** @type {any} */ s) => (Array.isArray(s) ? s.filter((g) => g && typeof g.to === "string" && (g.kind !== "text" || Array.isArray(g.ops))) : []);
+  const list = (/** @type {any} */ s) => (Array.isArray(s) ? s.filter((g) => g && typeof g.to === "string" && (g.kind !== "text" || (Array.isArray(g.ops) && Array.isArray(g.heads)))) : []);
   return v ? { ...fresh(), undo: list(v.undo), redo: list(v.redo), cleared: v.cleared || "", by: v.by || {}, lin: v.lin || {}, cur: v.cur || {} } : null;
 }

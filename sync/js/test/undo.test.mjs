@@ -6,7 +6,8 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, MemoryStorage, automerge as A } from "../src/index.js";
+import "fake-indexeddb/auto";
+import { Client, IndexedDBStorage, automerge as A } from "../src/index.js";
 import * as R from "../src/replica.js";
 import { finish, step } from "../src/undo.js";
 import { TestServer, docName, eventually } from "./helpers.mjs";
@@ -350,8 +351,8 @@ test("100 undos, then nothing: the stack keeps the 100 newest", async () => {
   }
 });
 
-test("the stacks are kept with the drafts: a client restarted on the same storage undoes and redoes them", async () => {
-  const storage = new MemoryStorage();
+test("the stacks are kept with the drafts in IndexedDB: a client restarted on the same storage undoes and redoes them", async () => {
+  const storage = new IndexedDBStorage({ name: `undo-${docName()}` });
   const { doc, id, ana, ben, stop } = await pair({ storage });
   try {
     ben.setText(id, "why", "Base text.");
@@ -362,6 +363,11 @@ test("the stacks are kept with the drafts: a client restarted on the same storag
     await ana.undo(id);
     const want = ana.undoState(id);
     assert.deepEqual(want, { undo: group("mark", "db", "pg/cost", "", "yes"), redo: group("choice", "db", "", "", "sq"), cleared: "" });
+    // A lost connection keeps them: they are the client's.
+    ana.resync();
+    await eventually(() => !ana.welcomed, "the connection to drop");
+    await ana.ready();
+    assert.deepEqual(ana.undoState(id), want);
     ana.stop();
     await ana.storing;
 
