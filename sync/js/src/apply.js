@@ -123,6 +123,7 @@ export function applyDoc(c, m) {
  */
 export function adoptDoc(c, d, srv) {
   const old = d.doc;
+  if (d.undo) d.undo.burst = null; // what it brings may alter the text
   const heads = R.heads(srv);
   if (!old || !d.accepted.length) {
     d.doc = srv;
@@ -146,7 +147,6 @@ export function adoptDoc(c, d, srv) {
       return "loaded";
     }
     d.doc = A.merge(old, srv);
-    if (d.undo) d.undo.burst = null; // what it merged may have altered the text
     d.accepted = heads;
     noteHeads(d, heads);
     noteHeads(d, A.getHeads(d.doc));
