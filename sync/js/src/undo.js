@@ -415,6 +415,8 @@ function revert(c, d, g) {
       const p = f.getCursorPosition(obj, x);
       return p < text.length && f.getCursor(obj, p) === x ? p : -1;
     };
+    // A character's length: two UTF-16 code units past U+FFFF.
+    const wide = (/** @type {number} */ p) => (/** @type {number} */ (text.codePointAt(p)) > 0xffff ? 2 : 1);
     const splice = (/** @type {number} */ p, /** @type {number} */ n, /** @type {string} */ s) => {
       step(sim, text, p, n, s);
       f.splice(obj, p, n, s);
@@ -422,11 +424,12 @@ function revert(c, d, g) {
     };
     for (const x of dels) {
       const p = at(newest(x));
-      if (p >= 0) splice(p, /** @type {number} */ (text.codePointAt(p)) > 0xffff ? 2 : 1, "");
+      if (p >= 0) splice(p, wide(p), "");
     }
     for (const [after, ins, was] of runs) {
       const a = after && newest(after);
-      const p = !a ? 0 : at(a) >= 0 ? at(a) + 1 : f.getCursorPosition(obj, a);
+      const q = a ? at(a) : -1;
+      const p = !a ? 0 : q >= 0 ? q + wide(q) : f.getCursorPosition(obj, a);
       splice(p, 0, ins);
       was.forEach((w, k) => {
         const root = u.lin[w] ?? w;

@@ -505,3 +505,22 @@ test("any run of typing bursts undoes and redoes to exactly the text each group 
     c.stop();
   }
 });
+
+test("characters past U+FFFF (two UTF-16 code units) are undone and redone whole (offline)", async () => {
+  const c = new Client({ doc: "p", member: "ana", url: "ws://127.0.0.1:1/sync", WebSocket: class {} }); // never connects
+  const d = c.decision("d1");
+  d.doc = R.create([{ id: "w", written: true }]);
+  d.record = { ...d.record, status: "open" };
+  const t = () => c.draft(d).questions.w.text;
+  c.spliceText("d1", "w", 0, 0, "👍abc");
+  /** @type {any} */ (d.undo).burst = null; // as after a pause
+  c.spliceText("d1", "w", 2, 1, ""); // "a", after the 👍
+  c.spliceText("d1", "w", 2, 0, "😀");
+  const seen = [t()];
+  for (const back of [true, false, true, true, false, false]) {
+    await (back ? c.undo("d1") : c.redo("d1"));
+    seen.push(t());
+  }
+  assert.deepEqual(seen, ["👍😀bc", "👍abc", "👍😀bc", "👍abc", "", "👍abc", "👍😀bc"]);
+  c.stop();
+});
