@@ -407,6 +407,8 @@ function revert(c, d, g) {
   const newest = (/** @type {string} */ x) => u.cur[u.lin[x] ?? x] ?? x;
   const base = headsOf(d);
   const f = be.fork(R.newActor());
+  /** @type {[string, string][]} each character put back, and the one it stands for */
+  const copies = [];
   try {
     /** @type {Sim} */
     const sim = { start: 0, items: [] };
@@ -431,17 +433,17 @@ function revert(c, d, g) {
       const q = a ? at(a) : -1;
       const p = !a ? 0 : q >= 0 ? q + wide(q) : f.getCursorPosition(obj, a);
       splice(p, 0, ins);
-      was.forEach((w, k) => {
-        const root = u.lin[w] ?? w;
-        const x = f.getCursor(obj, p + k);
-        u.lin[x] = root;
-        u.cur[root] = x;
-      });
+      was.forEach((w, k) => copies.push([f.getCursor(obj, p + k), w]));
     }
     const h = f.commit("undo");
     if (h) {
       const change = /** @type {Uint8Array} */ (f.getLastLocalChange());
       c.edit(d.id, (doc) => A.applyChanges(doc, [change])[0]);
+    }
+    for (const [x, w] of copies) {
+      const root = u.lin[w] ?? w;
+      u.lin[x] = root;
+      u.cur[root] = x;
     }
     return { heads: h ? [h] : base, base, ops: finish(sim).ops };
   } finally {
