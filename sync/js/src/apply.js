@@ -245,12 +245,12 @@ export function applyChanges(c, m) {
     // A burst under way ends if they alter its text (see Undo.received).
     const before = d.undo?.burst && headsOf(d);
     // The handle alone: d.doc's values catch up when read (see Decision.core).
-    const complete = R.receive(d.core, changes);
+    const now = R.receive(d.core, changes, m.heads && m.heads.slice().sort());
     d.behind = true;
-    d.heads = null;
+    d.heads = now;
     // The stored copy takes the bytes as they came (storage.js, Saved).
     d.saved?.push(changes);
-    if (!complete) {
+    if (!now) {
       console.warn("changes for", m.id, "miss dependencies; resyncing");
       c.resync();
       return;
