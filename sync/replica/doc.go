@@ -80,11 +80,16 @@
 // the group set as seen. A mark, choice or why goes back only while it
 // still holds the value the group set; otherwise the undo is skipped and
 // names who set the value, when the client knows (the cells of the
-// changes it received, the record's whyBy). A burst is undone on a fork
-// of the document at the heads where it ended, under a fresh actor, and
-// merged back, so it acts on the characters themselves and others' typing
-// stays; its redo is made on the replica as the undo left it, so an undo
-// and a redo give the text back exactly. The stacks (100 groups each) are
+// changes it received, the record's whyBy). A burst is undone on the
+// characters themselves, found by the document's history as they were
+// where it ended: those it inserted are deleted wherever they are now,
+// those it deleted go back right after the character that preceded them
+// (or, that one deleted since, on a fork of the document at the burst's
+// end heads, after its place), and others' typing stays; every such
+// change is made under a fresh actor. A redo is made on the replica as
+// the undo left it, and characters put back stand for the ones they
+// replace, so undos and redos give the text back exactly. The stacks (100
+// groups each) are
 // the client's: they survive reconnects, are kept with Options.Dir in the
 // replica's snapshot and log, and are emptied when the record leaves open,
 // a new generation starts, a rebased document is taken or a refused edit

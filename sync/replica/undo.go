@@ -574,18 +574,54 @@ type savedUndo struct {
 
 type savedGroup struct {
 	UndoGroup
-	Gen uint64      `json:"gen"`
-	At  []string    `json:"at,omitempty"`
-	Del [][2]int    `json:"del,omitempty"` // runs: position, length
-	Ins []insertion `json:"ins,omitempty"`
+	Gen   uint64           `json:"gen"`
+	At    []string         `json:"at,omitempty"`
+	Del   [][2]int         `json:"del,omitempty"` // runs: position, length
+	Ins   []savedInsertion `json:"ins,omitempty"`
+	Orig  *savedChars      `json:"orig,omitempty"`
+	Extra []savedChars     `json:"extra,omitempty"`
+}
+
+type savedInsertion struct {
+	Gap   int         `json:"gap"`
+	Text  string      `json:"text"`
+	After rune        `json:"after,omitempty"`
+	Copy  *savedChars `json:"copy,omitempty"`
+}
+
+type savedChars struct {
+	At  []string `json:"at"`
+	Pos [][2]int `json:"pos"`
 }
 
 func savedOf(e *undoEntry) savedGroup {
 	g := savedGroup{UndoGroup: e.group, Gen: e.gen}
 	if t := e.text; t != nil {
-		g.At, g.Del, g.Ins = wireHeads(t.At), runs(t.Del), t.Ins
+		g.At, g.Del = wireHeads(t.At), runs(t.Del)
+		for _, in := range t.Ins {
+			si := savedInsertion{Gap: in.Gap, Text: in.Text, After: in.After}
+			if in.Copy != nil {
+				si.Copy = &savedChars{At: wireHeads(in.Copy.At), Pos: runs(in.Copy.Pos)}
+			}
+			g.Ins = append(g.Ins, si)
+		}
+		if len(t.Orig.Pos) > 0 {
+			g.Orig = &savedChars{At: wireHeads(t.Orig.At), Pos: runs(t.Orig.Pos)}
+		}
+		for _, x := range t.Extra {
+			g.Extra = append(g.Extra, savedChars{At: wireHeads(x.At), Pos: runs(x.Pos)})
+		}
 	}
 	return g
+}
+
+func (s savedChars) chars() (chars, error) {
+	at, err := parseWireHeads(s.At)
+	if err != nil {
+		return chars{}, err
+	}
+	pos, err := positions(s.Pos)
+	return chars{At: at, Pos: pos}, err
 }
 
 // saved returns the stacks as stored.
@@ -651,7 +687,30 @@ func (l *undoLog) restore(s *savedUndo) error {
 				if err != nil {
 					return err
 				}
-				e.text = &undoText{At: at, Del: del, Ins: g.Ins}
+				e.text = &undoText{At: at, Del: del}
+				for _, si := range g.Ins {
+					in := insertion{Gap: si.Gap, Text: si.Text, After: si.After}
+					if si.Copy != nil {
+						c, err := si.Copy.chars()
+						if err != nil {
+							return err
+						}
+						in.Copy = &c
+					}
+					e.text.Ins = append(e.text.Ins, in)
+				}
+				if g.Orig != nil {
+					if e.text.Orig, err = g.Orig.chars(); err != nil {
+						return err
+					}
+				}
+				for _, x := range g.Extra {
+					c, err := x.chars()
+					if err != nil {
+						return err
+					}
+					e.text.Extra = append(e.text.Extra, c)
+				}
 			case groupMark, groupChoice, groupWhy:
 			default:
 				return fmt.Errorf("unknown group %q", g.Kind)

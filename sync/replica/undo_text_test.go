@@ -612,3 +612,72 @@ func TestUndoLogStored(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoAcrossCopies: the characters an undo puts back are new ones;
+// the groups they belong to take them for theirs, so undoing several
+// groups and redoing them gives each text back, stored stacks too.
+func TestUndoAcrossCopies(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(ana *member)
+		groups int
+		start  string
+	}{
+		{"a burst deleting the end of an older one", func(ana *member) {
+			ana.typeAt(0, "hello")
+			ana.pause()
+			ana.backspace(5, 2)
+		}, 2, ""},
+		{"typing before an older burst", func(ana *member) {
+			ana.typeAt(0, "world")
+			ana.pause()
+			ana.typeAt(0, "hello ")
+		}, 2, ""},
+		{"typing inside an older burst", func(ana *member) {
+			ana.typeAt(0, "ab")
+			ana.pause()
+			ana.typeAt(1, "X")
+		}, 2, ""},
+		{"deleting what an older burst deleted around", func(ana *member) {
+			ana.backspace(4, 2) // one|two -> o|two
+			ana.pause()
+			ana.typeAt(2, "NE")
+			ana.pause()
+			ana.backspace(4, 3)
+		}, 3, "one two"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, stored := range []bool{false, true} {
+				ms := members(t, "ana", "ben")
+				ana, ben := ms[0], ms[1]
+				if tc.start != "" {
+					ben.splice(0, 0, tc.start)
+					ben.syncTo(ana)
+				}
+				tc.edit(ana)
+				after := ana.text()
+				for range tc.groups {
+					ana.undo()
+					if stored {
+						var back undoLog
+						if err := back.restore(ana.log.saved()); err != nil {
+							t.Fatal(err)
+						}
+						ana.log = &back
+					}
+				}
+				wantText(t, ana, tc.start)
+				for range tc.groups {
+					ana.redo()
+				}
+				wantText(t, ana, after)
+				for range tc.groups {
+					ana.undo()
+				}
+				wantText(t, ana, tc.start)
+				syncAll(ana, ben)
+				wantText(t, ben, tc.start)
+			}
+		})
+	}
+}
