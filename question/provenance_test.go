@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/persist"
 	"github.com/accord-crdt/accord/persist/boltstore"
@@ -354,7 +355,7 @@ func TestDamagedProvenanceRecord(t *testing.T) {
 // draft reads; each saved answer, in the record or its history, keeps the
 // attribution it had at its save.
 func TestProvenanceProperty(t *testing.T) {
-	withChecks(20, func() {
+	testutil.WithRapidChecks(20, func() {
 		rapid.Check(t, func(rt *rapid.T) {
 			dir, err := os.MkdirTemp("", "accord-prov-")
 			if err != nil {

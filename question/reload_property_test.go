@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 	"github.com/accord-crdt/accord/marks"
 	"github.com/accord-crdt/accord/question"
 )
@@ -88,25 +88,6 @@ func (ack acknowledged) mustEqual(t fatalT, got acknowledged) {
 	}
 }
 
-// withChecks runs f with rapid's check count set to n unless the command
-// line or RAPID_CHECKS chose one: each case of the property below writes a
-// bbolt file and may replace a 100,000-character answer. The count is one
-// flag for every rapid.Check of the package, so only tests that do not
-// call t.Parallel may use it (parallel tests start once those have ended).
-func withChecks(n int, f func()) {
-	set := false
-	flag.Visit(func(fl *flag.Flag) { set = set || fl.Name == "rapid.checks" })
-	if _, env := os.LookupEnv("RAPID_CHECKS"); set || env {
-		f()
-		return
-	}
-	fl := flag.Lookup("rapid.checks")
-	old := fl.Value.String()
-	_ = fl.Value.Set(fmt.Sprint(n))
-	defer func() { _ = fl.Value.Set(old) }()
-	f()
-}
-
 // TestAcknowledgedStatesLoadAgainProperty: random sequences of commands
 // (create, draft edits including whole replacements of a written answer
 // up to the 100,000-character limit, marks, choices, appends, saves,
@@ -114,7 +95,7 @@ func withChecks(n int, f func()) {
 // at the end, the store opens again and holds exactly what the authority
 // had acknowledged: every record, and every decision's document.
 func TestAcknowledgedStatesLoadAgainProperty(t *testing.T) {
-	withChecks(15, func() {
+	testutil.WithRapidChecks(15, func() {
 		rapid.Check(t, func(rt *rapid.T) {
 			dir, err := os.MkdirTemp("", "accord-prop-")
 			if err != nil {

@@ -2,10 +2,8 @@ package replica
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/accord-crdt/accord/crdt"
+	"github.com/accord-crdt/accord/internal/testutil"
 )
 
 // TestUndoProperty: random sessions of three members, each typing only
@@ -40,29 +39,12 @@ import (
 // It runs undoChecks sessions unless -rapid.checks or RAPID_CHECKS says
 // otherwise.
 func TestUndoProperty(t *testing.T) {
-	withChecks(undoChecks, func() { rapid.Check(t, undoProperty) })
+	testutil.WithRapidChecks(undoChecks, func() { rapid.Check(t, undoProperty) })
 }
 
 // undoChecks is how many sessions TestUndoProperty runs by default: about
 // 7 s under -race.
 const undoChecks = 400
-
-// withChecks runs f with rapid's check count set to n unless the command
-// line or RAPID_CHECKS chose one. The count is one flag for the package,
-// and no test here runs in parallel.
-func withChecks(n int, f func()) {
-	set := false
-	flag.Visit(func(fl *flag.Flag) { set = set || fl.Name == "rapid.checks" })
-	if _, env := os.LookupEnv("RAPID_CHECKS"); set || env {
-		f()
-		return
-	}
-	fl := flag.Lookup("rapid.checks")
-	old := fl.Value.String()
-	_ = fl.Value.Set(fmt.Sprint(n))
-	defer func() { _ = fl.Value.Set(old) }()
-	f()
-}
 
 func undoProperty(rt *rapid.T) {
 	s := newUndoSession(rt, rapid.Bool().Draw(rt, "fresh characters"))
