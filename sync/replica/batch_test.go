@@ -146,7 +146,7 @@ func TestBatchedFramesProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		ctx := ctxT(t)
-		url := "ws" + strings.TrimPrefix(hs.URL, "http") + fmt.Sprintf("/?doc=batch-%d", run)
+		url := "ws" + strings.TrimPrefix(hs.URL, "http") + fmt.Sprintf("/?doc=batch-%d", run%64)
 		dial := func(login string, o replica.Options) *replica.Client {
 			o.Header = http.Header{"X-Login": {login}}
 			o.MinBackoff, o.MaxBackoff = minBackoff, maxBackoff
@@ -159,7 +159,9 @@ func TestBatchedFramesProperty(t *testing.T) {
 		ana, ben := dial("ana", replica.Options{}), dial("ben", replica.Options{})
 		defer ana.Close()
 		defer ben.Close()
-		recs, err := ana.Create(ctx, wire.Card{Key: "k", Definition: definition()})
+		// The sessions take 64 documents in turn, a decision each, so a
+		// soak run stays within the server's 1,024 loaded documents.
+		recs, err := ana.Create(ctx, wire.Card{Key: fmt.Sprint("k", run), Definition: definition()})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -175,6 +177,16 @@ func TestBatchedFramesProperty(t *testing.T) {
 		hc.mu.Unlock()
 
 		members := []*replica.Client{ana, ben, held}
+		// ben learns of the decision from the create's event, which may
+		// still be on its way.
+		testutil.Eventually(t, "every member to hold the decision", func() bool {
+			for _, cl := range members {
+				if _, _, err := cl.Draft(id); err != nil {
+					return false
+				}
+			}
+			return true
+		})
 		options, criteria := []string{"bolt", "pg"}, []string{"cost", "ops"}
 		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
 		for range steps {
