@@ -50,14 +50,18 @@ export function applyBatch(doc: A.Doc<any>, bytes: Uint8Array): {
  * doc's JavaScript values stay as they were until current(doc). Building
  * them costs about half as much again as the apply, so it waits until
  * something reads them; the handle answers heads, saves and changes at
- * once. Returns whether every change applied: automerge holds back a
- * change whose dependencies it lacks, and a replica that missed frames
- * must resync.
+ * once. Returns the handle's heads (sorted) when every change applied,
+ * null when automerge holds some back for dependencies it lacks (a
+ * replica that missed frames must resync). expect, the heads the sender
+ * holds after these changes, spares the search for missing dependencies
+ * when the heads are those: a change held back, or one that depends on
+ * it, could not be a head.
  * @param {A.Doc<any>} doc
  * @param {Uint8Array} bytes
- * @returns {boolean}
+ * @param {string[]} [expect] sorted
+ * @returns {string[]|null}
  */
-export function receive(doc: A.Doc<any>, bytes: Uint8Array): boolean;
+export function receive(doc: A.Doc<any>, bytes: Uint8Array, expect?: string[]): string[] | null;
 /**
  * doc with its JavaScript values brought up to its handle's (after
  * receive), as a new document: doc is then outdated.
