@@ -4,7 +4,8 @@ package main
 // web/src/undo.jsx): the shortcuts from a matrix cell and from a written
 // answer's field, the toolbar's buttons and what they say, a written
 // answer's undo that keeps another member's typing, and an undo skipped
-// because another member changed the value since.
+// because another member changed the value since; the same on the
+// decision's page.
 
 import (
 	"fmt"
@@ -253,4 +254,57 @@ func TestBrowserUndoSkipped(t *testing.T) {
 	}
 	ana.eval(`(() => { document.activeElement?.blur(); window.scrollTo(0, 0); return true })()`, nil)
 	ana.screenshot(shotDir(t), "undo.png", "card-"+rec)
+}
+
+// On the decision's page, the card's undo: a mark set there, Ctrl+Z in
+// its cell reverts it after the Undo button in the page's title bar named
+// it, and Ctrl+Shift+Z sets it again; in a written answer on another
+// decision's page Ctrl+Z is the client's undo (Redo names the typing),
+// not the browser's.
+func TestBrowserUndoOnPage(t *testing.T) {
+	srv := newTestServer(t)
+	ids := srv.startDemo()
+	rec, on := ids["recovery"], ids["onboarding"]
+	ana := newBrowser(t, "ana", 1280, 900)
+	page := func(id string) {
+		ana.open(srv, "ana", "page="+id)
+		ana.waitFor("the page of "+id, fmt.Sprintf(`$("decision-page")?.dataset.id === %q && D(%q)?.doc && D(%q)?.synced`, id, id, id))
+	}
+
+	page(rec)
+	q := ana.questions(rec)[0]
+	cell := markID(rec, q.ID, q.Options[2], q.Criteria[0])
+	option, criterion := ana.labelsOf(rec, 2, 0)
+	label := fmt.Sprintf("%s / %s → Yes", option, criterion)
+	value := fmt.Sprintf(`$(%q).value`, cell)
+
+	ana.undoDisabled("undo", rec, "Nothing to undo")
+	ana.waitFor("Undo in the page's title bar", fmt.Sprintf(`$("page-bar").contains($("undo-%s"))`, rec))
+	ana.focus(cell)
+	ana.choose(cell, "yes")
+	ana.undoButton("undo", rec, "Undo: "+label)
+	ana.waitText("undo-"+rec, "Undo: "+label)
+	ana.shortcut("undo")
+	ana.waitEqual("the cell undone", value, "")
+	ana.undoButton("redo", rec, "Redo: "+label)
+	ana.undoDisabled("undo", rec, "Nothing to undo")
+	ana.shortcut("redo")
+	ana.waitEqual("the cell redone", value, "yes")
+	ana.undoButton("undo", rec, "Undo: "+label)
+	ana.waitAccepted(rec)
+
+	page(on)
+	answer := "answer-" + on + "-" + ana.questions(on)[0].ID
+	text := fmt.Sprintf(`$(%q).value`, answer)
+	var before string
+	ana.eval(text, &before)
+	ana.focusPage()
+	ana.typeInto(answer, " Ana's words.")
+	ana.undoButton("undo", on, "Undo typing “Ana's words.”")
+	ana.waitFor("Ana's caret in the field", fmt.Sprintf(`document.activeElement === $(%q)`, answer))
+	ana.shortcut("undo")
+	ana.waitEqual("Ana's words undone", text, before)
+	ana.undoButton("redo", on, "Redo typing “Ana's words.”")
+	ana.undoDisabled("undo", on, "Nothing to undo")
+	ana.waitAccepted(on)
 }

@@ -9,6 +9,7 @@ import { Client, findingsOf } from "@accord-crdt/client";
 import { drafts, settled as outcome } from "./work.js";
 import { Face, ResearchMenu, failureReason, pageURL, personName, runningAsks, runningWork, showPage, useRoster } from "./research.jsx";
 import { Overwrites, Present } from "./presence.jsx";
+import { UndoButtons, useUndo } from "./undo.jsx";
 
 /**
  * @typedef {import("@accord-crdt/client").Finding} Finding
@@ -90,6 +91,10 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   const childId = rec?.childId || "";
   const child = useChild(childId, c.member);
   const tried = useRef(false);
+  const who = (/** @type {string} */ login) => personName(roster, nameOf, login);
+  // The card's undo: its shortcuts anywhere on the page, the written
+  // answer's field too; the Notes and a take keep the browser's own.
+  const undo = useUndo(c, d, who);
 
   // A page reached by its link: expand first if the record has no page
   // yet (question:page is idempotent, a second member reaches the same).
@@ -113,7 +118,6 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
     );
   }
 
-  const who = (/** @type {string} */ login) => personName(roster, nameOf, login);
   const questions = rec.definition.questions || [];
   const open = rec.status === "open";
   const settled = rec.status === "settled";
@@ -141,9 +145,10 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
   ) : null;
   const research = <ResearchMenu c={c} d={d} nameOf={nameOf} where="page" />;
   const more = <MoreMenu c={c} d={d} />;
+  const undoButtons = <UndoButtons c={c} d={d} run={undo.run} />;
 
   return (
-    <div class="dpage" data-testid="decision-page" data-layout={layout} data-id={id} data-decision={id}>
+    <div class="dpage" data-testid="decision-page" data-layout={layout} data-id={id} data-decision={id} {...undo.keys}>
       <header class="dbar" data-testid="page-bar">
         <button type="button" class="btn quiet" data-testid="page-back" onClick={back} aria-label="Back to the plan">
           ←{layout === "phone" ? "" : " Back"}
@@ -158,6 +163,7 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
         </span>
         {layout === "wide" && (
           <span class="dbar-actions">
+            {undoButtons}
             {more}
             {research}
             {saveOrReopen}
@@ -172,6 +178,7 @@ export function DecisionPage({ c, id, docName, nameOf, parts }) {
             {layout === "compact" && more}
             {research}
             {saveOrReopen}
+            {undoButtons}
           </div>
         )}
         <StatusRow rec={rec} who={who}>

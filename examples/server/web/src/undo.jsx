@@ -1,9 +1,9 @@
-// Undo and redo in a card: the member's own edit groups, undone through
-// the client (docs/PROTOCOL.md, "Undo"), from the keyboard anywhere in
-// the card (Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y; ⌘Z and ⌘⇧Z on a Mac) and
-// from the Undo and Redo buttons in its header, which say what they will
-// undo. An undo skipped because someone changed the value since says so
-// in the card's message line.
+// Undo and redo in a card and on the decision's page: the member's own
+// edit groups, undone through the client (docs/PROTOCOL.md, "Undo"), from
+// the keyboard anywhere in the card or page (Ctrl+Z, Ctrl+Shift+Z and
+// Ctrl+Y; ⌘Z and ⌘⇧Z on a Mac) and from the Undo and Redo buttons in its
+// header, which say what they will undo. An undo skipped because someone
+// changed the value since says so in the decision's message line.
 
 import { useRef } from "preact/hooks";
 import { RefusedError } from "@accord-crdt/client";
@@ -58,21 +58,24 @@ function ownUndo(el) {
 
 /**
  * Undo and redo for decision d: run undoes or redoes (one after the
- * other, as the keys were pressed), and keys are the card's handlers
- * that take the shortcuts from anywhere in it, the written answer's
- * field too (its browser undo would undo the text locally, as a new
- * edit of the member's, and overwrite others' typing).
+ * other, as the keys were pressed), and keys are the handlers of the
+ * card (or the decision's page) that take the shortcuts from anywhere in
+ * it, the written answer's field too (its browser undo would undo the
+ * text locally, as a new edit of the member's, and overwrite others'
+ * typing). d may be missing while the page loads it: a hook runs on
+ * every render, and without d the keys are the browser's.
  * @param {Client} c
- * @param {Decision} d
+ * @param {Decision|undefined} d
  * @param {Who} who
  */
 export function useUndo(c, d, who) {
   const chain = useRef(Promise.resolve());
   const names = useRef(who);
   names.current = who;
-  const on = c.write && d.record.status !== "discarded";
+  const id = d?.id || "";
+  const on = !!d && c.write && d.record.status !== "discarded";
   const run = (/** @type {Way} */ way) => {
-    chain.current = chain.current.then(() => step(c, d.id, way, names.current));
+    if (id) chain.current = chain.current.then(() => step(c, id, way, names.current));
     return chain.current;
   };
   return {
@@ -204,9 +207,9 @@ const CLEARED = /** @type {Record<string, string>} */ ({
 });
 
 /**
- * The card's Undo and Redo buttons: what each will undo (Undo in its
- * text, both in their titles and labels), or, disabled, why there is
- * nothing (and what cleared it).
+ * The Undo and Redo buttons of a card or the decision's page: what each
+ * will undo (Undo in its text, both in their titles and labels), or,
+ * disabled, why there is nothing (and what cleared it).
  * @param {{c: Client, d: Decision, run: (way: Way) => Promise<void>}} props
  */
 export function UndoButtons({ c, d, run }) {
