@@ -66,11 +66,7 @@ func (b *browser) focus(testid string) {
 func TestBrowserUndoMatrixCell(t *testing.T) {
 	_, ids, ana, ben := twoWriters(t)
 	rec := ids["recovery"]
-	q := ana.questions(rec)[0]
-	cell := markID(rec, q.ID, q.Options[2], q.Criteria[0])
-	option, criterion := ana.labelsOf(rec, 2, 0)
-	label := fmt.Sprintf("%s / %s → Yes", option, criterion)
-	value := fmt.Sprintf(`$(%q).value`, cell)
+	cell, label, value := ana.yesCell(rec)
 
 	ana.undoDisabled("undo", rec, "Nothing to undo")
 	ana.undoDisabled("redo", rec, "Nothing to redo")
@@ -272,11 +268,7 @@ func TestBrowserUndoOnPage(t *testing.T) {
 	}
 
 	page(rec)
-	q := ana.questions(rec)[0]
-	cell := markID(rec, q.ID, q.Options[2], q.Criteria[0])
-	option, criterion := ana.labelsOf(rec, 2, 0)
-	label := fmt.Sprintf("%s / %s → Yes", option, criterion)
-	value := fmt.Sprintf(`$(%q).value`, cell)
+	cell, label, value := ana.yesCell(rec)
 
 	ana.undoDisabled("undo", rec, "Nothing to undo")
 	ana.waitFor("Undo in the page's title bar", fmt.Sprintf(`$("page-bar").contains($("undo-%s"))`, rec))
@@ -307,4 +299,15 @@ func TestBrowserUndoOnPage(t *testing.T) {
 	ana.undoButton("redo", on, "Redo typing “Ana's words.”")
 	ana.undoDisabled("undo", on, "Nothing to undo")
 	ana.waitAccepted(on)
+}
+
+// yesCell names the matrix cell the undo tests set to Yes (the third
+// option against the first criterion of rec's first question): its
+// element id, the label Undo gives that mark, and the script reading
+// its value.
+func (b *browser) yesCell(rec string) (cell, label, value string) {
+	q := b.questions(rec)[0]
+	cell = markID(rec, q.ID, q.Options[2], q.Criteria[0])
+	option, criterion := b.labelsOf(rec, 2, 0)
+	return cell, fmt.Sprintf("%s / %s → Yes", option, criterion), fmt.Sprintf(`$(%q).value`, cell)
 }
